@@ -1,0 +1,28 @@
+// The value types of gradscope: every tensor is an xt::xarray<double>, row-major and contiguous.
+// Double precision, so that central finite differences (steps of ~1e-6) can check every gradient.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+
+namespace gs {
+
+using Array = xt::xarray<double>;             // a value or a gradient
+using IndexArray = xt::xarray<std::int64_t>;  // integer ids: token ids, targets
+using Mask = xt::xarray<bool>;                // true where masked_fill / where picks
+using Shape = std::vector<std::size_t>;
+
+// The shape of an array as a Shape (xtensor's own shape type is an svector).
+template <class E>
+Shape shape_of(const E& e) {
+  return Shape(e.shape().begin(), e.shape().end());
+}
+
+// "(2, 3)", "(4,)", "()" -- how every message and listing prints a shape.
+std::string shape_str(const Shape& shape);
+
+}  // namespace gs

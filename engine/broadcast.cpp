@@ -1,0 +1,44 @@
+#include "engine/broadcast.hpp"
+
+#include <xtensor/xmath.hpp>
+#include "engine/ops/keepdims.hpp"
+
+namespace gs {
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op, const Site& site) {
+  const std::size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (std::size_t i = 0; i < n; ++i) {  // i counts from the right
+    const std::size_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const std::size_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1)
+      fail(op, site, "cannot broadcast shapes " + shape_str(a) + " and " + shape_str(b));
+    out[n - 1 - i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Array sum_to_shape(Array grad, const Shape& shape, std::string_view op, const Site& site) {
+  const Shape from = shape_of(grad);
+  if (from == shape) return grad;
+  const std::size_t lead = from.size() >= shape.size() ? from.size() - shape.size() : 0;
+  bool ok = from.size() >= shape.size();
+  std::vector<std::size_t> axes;  // the axes of grad to sum over
+  for (std::size_t i = 0; ok && i < from.size(); ++i) {
+    if (i < lead) {
+      axes.push_back(i);
+    } else if (shape[i - lead] == 1 && from[i] != 1) {
+      axes.push_back(i);
+    } else if (shape[i - lead] != from[i]) {
+      ok = false;
+    }
+  }
+  if (!ok)
+    fail(op, site, "backward produced a gradient of shape " + shape_str(from) +
+                       " that does not broadcast from the input's shape " + shape_str(shape));
+  Array summed = sum_keepdims(grad, axes);
+  summed.reshape(shape);  // drops the leading axes that broadcasting added
+  return summed;
+}
+
+}  // namespace gs

@@ -1,0 +1,14 @@
+// Everything a user of the engine needs: include this one header.
+#pragma once
+
+#include "engine/array.hpp"
+#include "engine/error.hpp"
+#include "engine/gradcheck.hpp"
+#include "engine/ops/elementwise.hpp"
+#include "engine/ops/linalg.hpp"
+#include "engine/ops/reduce.hpp"
+#include "engine/ops/select.hpp"
+#include "engine/ops/shape.hpp"
+#include "engine/parameter.hpp"
+#include "engine/tape.hpp"
+#include "engine/var.hpp"

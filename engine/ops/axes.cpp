@@ -1,0 +1,41 @@
+#include "engine/ops/axes.hpp"
+
+#include <algorithm>
+
+namespace gs {
+
+std::size_t normalize_axis(int axis, std::size_t rank, std::string_view op, const Site& site) {
+  const int r = static_cast<int>(rank);
+  if (axis < -r || axis >= r)
+    fail(op, site, "axis " + std::to_string(axis) + " is out of range for an array of " + std::to_string(rank) +
+                       " dimensions");
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+std::vector<std::size_t> normalize_axes(const std::vector<int>& axes, std::size_t rank, std::string_view op,
+                                        const Site& site) {
+  std::vector<std::size_t> out;
+  if (axes.empty()) {
+    for (std::size_t i = 0; i < rank; ++i) out.push_back(i);
+    return out;
+  }
+  for (int a : axes) out.push_back(normalize_axis(a, rank, op, site));
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) fail(op, site, "an axis is repeated");
+  return out;
+}
+
+std::vector<std::size_t> normalize_permutation(const std::vector<int>& axes, std::size_t rank, std::string_view op,
+                                               const Site& site) {
+  if (axes.size() != rank)
+    fail(op, site, "needs " + std::to_string(rank) + " axes for an array of " + std::to_string(rank) +
+                       " dimensions, got " + std::to_string(axes.size()));
+  std::vector<std::size_t> perm;
+  for (int a : axes) perm.push_back(normalize_axis(a, rank, op, site));
+  std::vector<std::size_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) fail(op, site, "an axis is repeated");
+  return perm;
+}
+
+}  // namespace gs

@@ -1,0 +1,23 @@
+// Axis arguments: negative axes count from the end (-1 is the last), as in NumPy.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "engine/array.hpp"
+#include "engine/error.hpp"
+
+namespace gs {
+
+// An axis in [-rank, rank) as an index in [0, rank); anything else throws naming the op.
+std::size_t normalize_axis(int axis, std::size_t rank, std::string_view op, const Site& site);
+
+// Sorted, distinct axes; an empty list means every axis.
+std::vector<std::size_t> normalize_axes(const std::vector<int>& axes, std::size_t rank, std::string_view op,
+                                        const Site& site);
+
+// A permutation of 0..rank-1, written with possibly negative axes.
+std::vector<std::size_t> normalize_permutation(const std::vector<int>& axes, std::size_t rank, std::string_view op,
+                                               const Site& site);
+
+}  // namespace gs

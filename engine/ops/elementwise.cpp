@@ -1,0 +1,123 @@
+// Elementwise ops: each forward sits directly above its backward, with the derivative in a comment.
+// g.grad is dL/dy for the op's output y; each backward returns dL/dx = dL/dy * dy/dx per input.
+#include "engine/ops/elementwise.hpp"
+
+#include <cmath>
+#include <numbers>
+
+#include <xtensor/xmath.hpp>
+#include <xtensor/xoperation.hpp>
+
+#include "engine/broadcast.hpp"
+#include "engine/tape.hpp"
+
+namespace gs {
+
+Var scalar_like(const Var& x, double c, Site site) {
+  Array value = c;  // a 0-d array: broadcasts against anything
+  return x.tape(site).constant(std::move(value), site);
+}
+
+// ---- binary: the output has the broadcast shape; the tape reduces each gradient to its input ----
+
+Var add(const Var& a, const Var& b, Site site) {
+  broadcast_shapes(a.shape(site), b.shape(site), "add", site);
+  // z = a + b:  dz/da = 1,  dz/db = 1
+  return a.tape(site).record("add", {a, b}, a.value() + b.value(),
+                             [](const BackwardArgs& g) -> Grads { return {g.grad, g.grad}; }, site);
+}
+
+Var sub(const Var& a, const Var& b, Site site) {
+  broadcast_shapes(a.shape(site), b.shape(site), "sub", site);
+  // z = a - b:  dz/da = 1,  dz/db = -1
+  return a.tape(site).record("sub", {a, b}, a.value() - b.value(),
+                             [](const BackwardArgs& g) -> Grads { return {g.grad, -g.grad}; }, site);
+}
+
+Var mul(const Var& a, const Var& b, Site site) {
+  broadcast_shapes(a.shape(site), b.shape(site), "mul", site);
+  // z = a * b:  dz/da = b,  dz/db = a
+  return a.tape(site).record("mul", {a, b}, a.value() * b.value(), [](const BackwardArgs& g) -> Grads {
+    return {g.needs(0) ? Array(g.grad * g.in(1)) : Array{}, g.needs(1) ? Array(g.grad * g.in(0)) : Array{}};
+  }, site);
+}
+
+Var div(const Var& a, const Var& b, Site site) {
+  broadcast_shapes(a.shape(site), b.shape(site), "div", site);
+  // z = a / b:  dz/da = 1/b,  dz/db = -a/b^2 = -z/b
+  return a.tape(site).record("div", {a, b}, a.value() / b.value(), [](const BackwardArgs& g) -> Grads {
+    return {g.needs(0) ? Array(g.grad / g.in(1)) : Array{},
+            g.needs(1) ? Array(-g.grad * g.out / g.in(1)) : Array{}};
+  }, site);
+}
+
+// ---- unary ----
+
+Var neg(const Var& x, Site site) {
+  // y = -x:  dy/dx = -1
+  return x.tape(site).record("neg", {x}, -x.value(site),
+                             [](const BackwardArgs& g) -> Grads { return {-g.grad}; }, site);
+}
+
+Var pow(const Var& x, double p, Site site) {
+  // y = x^p:  dy/dx = p x^(p-1)
+  return x.tape(site).record("pow", {x}, xt::pow(x.value(site), p), [p](const BackwardArgs& g) -> Grads {
+    return {g.grad * p * xt::pow(g.in(0), p - 1.0)};
+  }, site);
+}
+
+Var exp(const Var& x, Site site) {
+  // y = e^x:  dy/dx = e^x = y
+  return x.tape(site).record("exp", {x}, xt::exp(x.value(site)),
+                             [](const BackwardArgs& g) -> Grads { return {g.grad * g.out}; }, site);
+}
+
+Var log(const Var& x, Site site) {
+  // y = ln x:  dy/dx = 1/x
+  return x.tape(site).record("log", {x}, xt::log(x.value(site)),
+                             [](const BackwardArgs& g) -> Grads { return {g.grad / g.in(0)}; }, site);
+}
+
+Var sqrt(const Var& x, Site site) {
+  // y = sqrt(x):  dy/dx = 1 / (2 sqrt(x)) = 0.5 / y
+  return x.tape(site).record("sqrt", {x}, xt::sqrt(x.value(site)),
+                             [](const BackwardArgs& g) -> Grads { return {0.5 * g.grad / g.out}; }, site);
+}
+
+Var tanh(const Var& x, Site site) {
+  // y = tanh x:  dy/dx = 1 - y^2
+  return x.tape(site).record("tanh", {x}, xt::tanh(x.value(site)), [](const BackwardArgs& g) -> Grads {
+    return {g.grad * (1.0 - g.out * g.out)};
+  }, site);
+}
+
+Var sigmoid(const Var& x, Site site) {
+  // y = 1 / (1 + e^-x):  dy/dx = y (1 - y)
+  return x.tape(site).record("sigmoid", {x}, 1.0 / (1.0 + xt::exp(-x.value(site))),
+                             [](const BackwardArgs& g) -> Grads { return {g.grad * g.out * (1.0 - g.out)}; },
+                             site);
+}
+
+Var relu(const Var& x, Site site) {
+  // y = max(x, 0):  dy/dx = 1 where x > 0, else 0 (the subgradient 0 at x = 0)
+  return x.tape(site).record("relu", {x}, xt::maximum(x.value(site), 0.0), [](const BackwardArgs& g) -> Grads {
+    return {g.grad * xt::cast<double>(g.in(0) > 0.0)};
+  }, site);
+}
+
+Var gelu(const Var& x, Site site) {
+  // y = x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2 the normal CDF (the exact, erf form)
+  // dy/dx = Phi(x) + x phi(x),  phi(x) = e^(-x^2/2) / sqrt(2 pi) the normal density
+  const double inv_sqrt2 = 1.0 / std::numbers::sqrt2;
+  const Array& v = x.value(site);
+  return x.tape(site).record("gelu", {x}, v * 0.5 * (1.0 + xt::erf(v * inv_sqrt2)),
+                             [inv_sqrt2](const BackwardArgs& g) -> Grads {
+    const Array& in = g.in(0);
+    const double inv_sqrt_2pi = 0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2;
+    Array cdf = 0.5 * (1.0 + xt::erf(in * inv_sqrt2));
+    Array pdf = inv_sqrt_2pi * xt::exp(-0.5 * in * in);
+    return {g.grad * (cdf + in * pdf)};
+  }, site);
+}
+
+}  // namespace gs

@@ -1,0 +1,24 @@
+// Matrix products and axis permutations.
+#pragma once
+
+#include <vector>
+
+#include "engine/var.hpp"
+
+namespace gs {
+
+// a @ b. Both at least 2-D: the last two dimensions multiply, (.., n, k) @ (.., k, m) -> (.., n, m),
+// and the leading (batch) dimensions broadcast like NumPy's matmul. Runs as one BLAS gemm per batch.
+Var matmul(const Var& a, const Var& b, Site site = Site::current());
+
+// Reorders the axes: out.shape[i] = x.shape[axes[i]]. Negative axes count from the end.
+Var permute(const Var& x, const std::vector<int>& axes, Site site = Site::current());
+
+// Swaps two axes (by default the last two: the matrix transpose of every batch).
+Var transpose(const Var& x, int axis0 = -2, int axis1 = -1, Site site = Site::current());
+
+// The batched product on plain arrays, with BLAS's transpose flags: op(a) @ op(b), where op(m) is m
+// or m's last-two-axes transpose. The building block of matmul's forward and backward.
+Array batched_matmul(const Array& a, bool transpose_a, const Array& b, bool transpose_b);
+
+}  // namespace gs

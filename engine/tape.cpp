@@ -1,0 +1,188 @@
+#include "engine/tape.hpp"
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+
+#include "engine/broadcast.hpp"
+#include "engine/parameter.hpp"
+
+namespace gs {
+namespace {
+
+// Generations are unique across all tapes, so a handle can never match a different tape's entry.
+std::atomic<std::uint64_t> next_generation{1};
+
+thread_local Tape* current_tape = nullptr;
+
+bool all_finite(const Array& x) {
+  for (double v : x)
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+}  // namespace
+
+double norm(const Array& x) {
+  double s = 0.0;
+  for (double v : x) s += v * v;
+  return std::sqrt(s);
+}
+
+Tape::Tape() : generation_(next_generation++) {}
+
+Tape& Tape::current() {
+  if (current_tape) return *current_tape;
+  thread_local Tape per_thread;
+  return per_thread;
+}
+
+TapeScope::TapeScope(Tape& tape) : previous_(current_tape) { current_tape = &tape; }
+TapeScope::~TapeScope() { current_tape = previous_; }
+
+Var Tape::leaf(Array value, bool requires_grad, Site site) {
+  Entry e;
+  e.op = "leaf";
+  e.site = site;
+  e.value = std::move(value);
+  e.requires_grad = requires_grad && grad_enabled;
+  entries_.push_back(std::move(e));
+  return Var(this, static_cast<int>(entries_.size() - 1), generation_);
+}
+
+Var Tape::constant(Array value, Site site) {
+  Var v = leaf(std::move(value), false, site);
+  entries_.back().op = "const";
+  return v;
+}
+
+const Entry& Tape::checked_entry(int index, std::uint64_t generation, const char* what, const Site& site) const {
+  if (generation != generation_)
+    fail(what, site, "this Var (tape index " + std::to_string(index) +
+                         ") belongs to a tape that has been reset since it was made; make it again this step");
+  if (index < 0 || static_cast<std::size_t>(index) >= entries_.size())
+    fail(what, site, "tape index " + std::to_string(index) + " is not on the tape (size " +
+                         std::to_string(entries_.size()) + ")");
+  return entries_[static_cast<std::size_t>(index)];
+}
+
+Entry& Tape::checked_entry(int index, std::uint64_t generation, const char* what, const Site& site) {
+  return const_cast<Entry&>(std::as_const(*this).checked_entry(index, generation, what, site));
+}
+
+Var Tape::record(const char* op, const std::vector<Var>& inputs, Array value, BackwardFn backward, Site site) {
+  Entry e;
+  e.op = op;
+  e.site = site;
+  e.inputs.reserve(inputs.size());
+  for (const Var& in : inputs) {
+    if (&in.tape(site) != this)
+      fail(op, site, "its inputs live on different tapes (use one tape per computation)");
+    const Entry& input = checked_entry(in.index(), generation_, op, site);  // throws for stale handles
+    e.inputs.push_back(in.index());
+    e.requires_grad = e.requires_grad || input.requires_grad;
+  }
+  e.requires_grad = e.requires_grad && grad_enabled;
+  if (e.requires_grad) e.backward = std::move(backward);
+  e.value = std::move(value);
+  if (anomaly_mode && !all_finite(e.value))
+    fail(op, site, "anomaly mode: forward value of shape " + shape_str(shape_of(e.value)) +
+                       " has NaN or Inf (it would be tape index " + std::to_string(entries_.size()) + ")");
+  entries_.push_back(std::move(e));
+  return Var(this, static_cast<int>(entries_.size() - 1), generation_);
+}
+
+void Tape::backward(const Var& root, Site site) {
+  const Entry& r = checked_entry(root.index(), root.generation(), "backward", site);
+  if (r.value.size() != 1)
+    fail("backward", site, "the root has shape " + shape_str(shape_of(r.value)) +
+                               "; backward() without a seed needs a scalar (or pass a seed gradient of that shape)");
+  backward(root, xt::ones_like(r.value), site);
+}
+
+void Tape::backward(const Var& root, const Array& seed, Site site) {
+  const int top = root.index();
+  const Entry& r = checked_entry(top, root.generation(), "backward", site);
+  if (!r.requires_grad)
+    fail("backward", site, "the root (tape index " + std::to_string(top) + ", op " + r.op +
+                               ") does not require a gradient: no leaf it depends on has requires_grad");
+  if (shape_of(seed) != shape_of(r.value))
+    fail("backward", site, "the seed gradient has shape " + shape_str(shape_of(seed)) +
+                               " but the root has shape " + shape_str(shape_of(r.value)));
+  for (Entry& e : entries_) {  // drop the gradients of an earlier sweep
+    e.has_grad = false;
+    e.contributions.clear();
+  }
+  entries_[static_cast<std::size_t>(top)].grad = seed;
+  entries_[static_cast<std::size_t>(top)].has_grad = true;
+
+  for (int i = top; i >= 0; --i) {  // the reverse sweep: a plain loop over tape indices
+    Entry& e = entries_[static_cast<std::size_t>(i)];
+    if (!e.has_grad) continue;  // not on a path from the root
+    // Every consumer of entry i has a larger index, so its gradient is complete here.
+    for (GradHook& hook : e.hooks) {
+      hook(e.grad);
+      if (shape_of(e.grad) != shape_of(e.value))
+        fail(e.op, e.site, "a gradient hook changed the gradient's shape to " + shape_str(shape_of(e.grad)) +
+                               "; it must stay " + shape_str(shape_of(e.value)));
+    }
+    if (e.param) e.param->grad += e.grad;
+    if (!e.backward) continue;
+
+    BackwardArgs args{e.grad, e.value, {}, {}};
+    for (int in : e.inputs) {
+      const Entry& input = entries_[static_cast<std::size_t>(in)];
+      args.inputs.push_back(&input.value);
+      args.needs_grad.push_back(input.requires_grad);
+    }
+    Grads grads = e.backward(args);
+    if (grads.size() != e.inputs.size())
+      fail(e.op, e.site, "backward returned " + std::to_string(grads.size()) + " gradients for " +
+                             std::to_string(e.inputs.size()) + " inputs");
+    for (std::size_t k = 0; k < grads.size(); ++k) {
+      if (!args.needs_grad[k]) continue;
+      const Shape& input_shape = shape_of(args.in(k));
+      Array g = sum_to_shape(std::move(grads[k]), input_shape, e.op, e.site);
+      if (anomaly_mode && !all_finite(g))
+        fail(e.op, e.site, "anomaly mode: backward of tape index " + std::to_string(i) +
+                               " sent a NaN or Inf gradient to its input " + std::to_string(k) +
+                               " (tape index " + std::to_string(e.inputs[k]) + ")");
+      accumulate(e.inputs[k], std::move(g), i);
+    }
+  }
+}
+
+void Tape::accumulate(int to, Array grad, int from) {
+  Entry& e = entries_[static_cast<std::size_t>(to)];
+  if (keep_contributions) e.contributions.push_back({from, grad});
+  if (e.has_grad) {
+    e.grad += grad;
+  } else {
+    e.grad = std::move(grad);
+    e.has_grad = true;
+  }
+}
+
+void Tape::reset() {
+  entries_.clear();  // keeps the vector's capacity: no allocation churn from step to step
+  generation_ = next_generation++;
+}
+
+std::string Tape::listing() const {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%5s  %-13s %-20s %-22s %-16s %12s %12s\n", "index", "op", "label", "site",
+                "shape", "|value|", "|grad|");
+  out += line;
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
+    char grad_norm[32] = "-";
+    if (e.has_grad) std::snprintf(grad_norm, sizeof grad_norm, "%.6g", norm(e.grad));
+    std::snprintf(line, sizeof line, "%5zu  %-13s %-20s %-22s %-16s %12.6g %12s\n", i, e.op, e.label.c_str(),
+                  site_str(e.site).c_str(), shape_str(shape_of(e.value)).c_str(), norm(e.value), grad_norm);
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace gs

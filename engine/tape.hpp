@@ -1,0 +1,137 @@
+// The tape (a Wengert list). Every op appends one Entry, so the entries are in creation order, which
+// is already a topological order: an entry's inputs always have smaller indices. backward() is one
+// reverse loop over the entries; there is no recursion anywhere, not even in destruction.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/array.hpp"
+#include "engine/error.hpp"
+#include "engine/var.hpp"
+
+namespace gs {
+
+struct ParameterState;
+
+// What an op's backward receives. The tape hands the op its own output (`out`) as an argument, so no
+// backward lambda ever captures its output value.
+struct BackwardArgs {
+  const Array& grad;                   // dL/d(out), in out's shape
+  const Array& out;                    // the op's own output value
+  std::vector<const Array*> inputs;    // the inputs' values, in call order
+  std::vector<bool> needs_grad;        // which inputs want a gradient
+
+  const Array& in(std::size_t k) const { return *inputs[k]; }
+  bool needs(std::size_t k) const { return needs_grad[k]; }
+};
+
+// One gradient per input. Each may have the input's shape or any shape that the input broadcast to
+// in the forward pass: the tape sums it back to the input's shape (sum_to_shape, the one place where
+// that happens). An input with needs(k) false may get an empty placeholder, Array{}.
+using Grads = std::vector<Array>;
+using BackwardFn = std::function<Grads(const BackwardArgs&)>;
+
+// One gradient that an op sent into an entry; recorded when Tape::keep_contributions is on.
+struct Contribution {
+  int from;     // the tape index of the op that sent it
+  Array grad;   // what it sent, already summed to this entry's shape
+};
+
+struct Entry {
+  const char* op = "";             // "leaf", "param", "const", "add", "matmul", ...
+  std::string label;               // optional, from Var::named or the parameter's name
+  Site site;                       // where the user's code created this entry
+  Array value;
+  std::vector<int> inputs;         // tape indices, each smaller than this entry's own
+  BackwardFn backward;             // empty for leaves and for entries that need no gradient
+  bool requires_grad = false;
+
+  Array grad;                      // dL/d(value) after backward(), for every entry on a path
+  bool has_grad = false;
+  std::vector<GradHook> hooks;
+  std::vector<Contribution> contributions;
+  std::shared_ptr<ParameterState> param;  // set when this leaf stands for a Parameter
+};
+
+class Tape {
+ public:
+  Tape();
+  Tape(const Tape&) = delete;
+  Tape& operator=(const Tape&) = delete;
+
+  // The tape that leaves and parameters go onto: one per thread, unless a TapeScope names another.
+  static Tape& current();
+
+  Var leaf(Array value, bool requires_grad = true, Site site = Site::current());
+  Var constant(Array value, Site site = Site::current());  // a leaf that never needs a gradient
+
+  // Ops call this to append their entry. The new entry requires a gradient when grad mode is on and
+  // any input requires one; otherwise its backward is dropped.
+  Var record(const char* op, const std::vector<Var>& inputs, Array value, BackwardFn backward, Site site);
+
+  // The reverse sweep: seeds root's gradient, then visits entries from root down to 0. At each
+  // entry whose gradient is complete it runs the hooks, adds a parameter's gradient into the
+  // parameter, and calls the op's backward to send gradients to the op's inputs.
+  void backward(const Var& root, Site site = Site::current());
+  void backward(const Var& root, const Array& seed, Site site = Site::current());
+
+  // Drops every entry; parameters keep their values and gradients. Old handles become stale.
+  void reset();
+
+  std::size_t size() const { return entries_.size(); }
+  const Entry& entry(int index) const { return entries_.at(static_cast<std::size_t>(index)); }
+  Entry& entry(int index) { return entries_.at(static_cast<std::size_t>(index)); }
+  std::uint64_t generation() const { return generation_; }
+
+  // One line per entry: index, op, label, call site, shape, value norm, gradient norm.
+  std::string listing() const;
+
+  bool grad_enabled = true;        // off inside a NoGradScope: entries record values only
+  bool anomaly_mode = false;       // on: the first NaN/Inf value or gradient throws
+  bool keep_contributions = false; // on: every entry keeps the list of gradients summed into it
+
+  // Used by Var and Parameter to turn a handle into its entry, with a clear error for a bad one.
+  const Entry& checked_entry(int index, std::uint64_t generation, const char* what, const Site& site) const;
+  Entry& checked_entry(int index, std::uint64_t generation, const char* what, const Site& site);
+
+ private:
+  void accumulate(int to, Array grad, int from);
+  std::vector<Entry> entries_;
+  std::uint64_t generation_;
+};
+
+// Makes `tape` the current tape of this thread for a scope.
+class TapeScope {
+ public:
+  explicit TapeScope(Tape& tape);
+  ~TapeScope();
+  TapeScope(const TapeScope&) = delete;
+  TapeScope& operator=(const TapeScope&) = delete;
+
+ private:
+  Tape* previous_;
+};
+
+// Turns gradient recording off on a tape for a scope (evaluation, sampling, optimizer steps).
+class NoGradScope {
+ public:
+  explicit NoGradScope(Tape& tape = Tape::current()) : tape_(tape), previous_(tape.grad_enabled) {
+    tape_.grad_enabled = false;
+  }
+  ~NoGradScope() { tape_.grad_enabled = previous_; }
+  NoGradScope(const NoGradScope&) = delete;
+  NoGradScope& operator=(const NoGradScope&) = delete;
+
+ private:
+  Tape& tape_;
+  bool previous_;
+};
+
+// Frobenius norm, sqrt(sum x^2): what listings and reports print.
+double norm(const Array& x);
+
+}  // namespace gs

@@ -1,0 +1,52 @@
+#include "engine/var.hpp"
+
+#include "engine/parameter.hpp"
+#include "engine/tape.hpp"
+
+namespace gs {
+
+Var::Var(const Parameter& parameter, Site site) : Var(parameter.var(site)) {}
+
+Tape& Var::tape(Site site) const {
+  if (!tape_) fail("Var", site, "this Var is empty (default-constructed): give it a value first");
+  return *tape_;
+}
+
+const Entry& Var::entry(Site site) const {
+  return tape(site).checked_entry(index_, generation_, "Var", site);
+}
+
+const Array& Var::value(Site site) const { return entry(site).value; }
+
+Shape Var::shape(Site site) const { return shape_of(entry(site).value); }
+
+bool Var::requires_grad(Site site) const { return entry(site).requires_grad; }
+
+const Array& Var::grad(Site site) const {
+  const Entry& e = entry(site);
+  if (!e.requires_grad)
+    fail("grad", site, std::string("tape index ") + std::to_string(index_) + " (op " + e.op +
+                           ") does not require a gradient, so it has none");
+  if (!e.has_grad)
+    fail("grad", site, std::string("tape index ") + std::to_string(index_) + " (op " + e.op +
+                           ") has no gradient: call backward() on something that depends on it first");
+  return e.grad;
+}
+
+Var Var::named(std::string label, Site site) const {
+  tape(site).checked_entry(index_, generation_, "named", site).label = std::move(label);
+  return *this;
+}
+
+void Var::register_hook(GradHook hook, Site site) const {
+  Entry& e = tape(site).checked_entry(index_, generation_, "register_hook", site);
+  if (!e.requires_grad)
+    fail("register_hook", site, "tape index " + std::to_string(index_) + " does not require a gradient");
+  e.hooks.push_back(std::move(hook));
+}
+
+void Var::backward(Site site) const { tape(site).backward(*this, site); }
+
+void Var::backward(const Array& seed, Site site) const { tape(site).backward(*this, seed, site); }
+
+}  // namespace gs

@@ -1,0 +1,1 @@
+// Keeps the common library non-empty before any shared experiment code exists.

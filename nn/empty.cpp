@@ -1,0 +1,1 @@
+// Placeholder until the first layer lands; keeps the nn library non-empty.
