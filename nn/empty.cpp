@@ -1,1 +1,0 @@
-// Placeholder until the first layer lands; keeps the nn library non-empty.
