@@ -25,4 +25,9 @@ Shape shape_of(const E& e) {
 // "(2, 3)", "(4,)", "()" -- how every message and listing prints a shape.
 std::string shape_str(const Shape& shape);
 
+// The values as nested braces, row by row: "{{1, 2},\n {3, 4}}" (6 significant digits). Arrays of more
+// than max_elements elements print the shape and the first max_elements values only.
+// (This keeps xtensor's heavy <xtensor/xio.hpp> out of the engine.)
+std::string to_string(const Array& x, std::size_t max_elements = 1000);
+
 }  // namespace gs

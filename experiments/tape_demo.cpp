@@ -6,7 +6,6 @@
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
-#include <xtensor/xio.hpp>
 
 #include "engine/engine.hpp"
 
@@ -43,7 +42,7 @@ int main(int argc, char** argv) {
               tape.listing().c_str());
   std::printf("loss = %.6f\n\n", loss.value()());
   for (const Parameter* p : {&w1, &b1, &w2, &b2})
-    std::cout << "d loss / d " << p->name() << " =\n" << p->grad() << "\n\n";
+    std::printf("d loss / d %s =\n%s\n\n", p->name().c_str(), to_string(p->grad()).c_str());
 
   // The same gradients by central finite differences.
   const GradcheckResult check = gradcheck(

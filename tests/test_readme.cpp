@@ -1,0 +1,38 @@
+// The README's "engine in a few lines", compiled and run, so that the README cannot drift from the code.
+#include <sstream>
+
+#include "check.hpp"
+
+using namespace gs;
+
+TEST_CASE("the README example runs and its gradient is right", "[readme]") {
+  std::ostringstream cout;  // stands in for std::cout
+  Tape tape_of_this_test;
+  TapeScope scope(tape_of_this_test);
+  // --- as in README.md ---
+  Parameter w(Array{{0.5, -0.3}, {0.2, 0.7}}, "w");   // persists across steps
+  Tape& tape = Tape::current();                        // entries in creation order
+  Var x = tape.constant(Array{{1.0, 2.0}});
+  Var loss = sum(tanh(matmul(x, w)));                  // each op appends one entry
+  loss.backward();                                     // one reverse loop over the tape
+  cout << tape.listing() << to_string(w.grad());  // every entry's gradient is readable
+  tape.reset();                                        // next step: a fresh tape, w keeps its grad
+  // --- end ---
+  // d/dW sum(tanh(x W)) = x^T (1 - tanh(x W)^2)
+  const double a = std::tanh(1.0 * 0.5 + 2.0 * 0.2), b = std::tanh(1.0 * -0.3 + 2.0 * 0.7);
+  Array expected = {{1.0 * (1 - a * a), 1.0 * (1 - b * b)}, {2.0 * (1 - a * a), 2.0 * (1 - b * b)}};
+  REQUIRE(xt::allclose(w.grad(), expected, 0.0, 1e-14));
+  REQUIRE(cout.str().find("matmul") != std::string::npos);
+  REQUIRE(tape.size() == 0);
+}
+
+TEST_CASE("to_string prints arrays as nested braces", "[readme][array]") {
+  REQUIRE(to_string(Array{{1.0, 2.0}, {3.0, 4.5}}) == "{{1, 2},\n {3, 4.5}}");
+  REQUIRE(to_string(Array{1.0, -2.0}) == "{1, -2}");
+  Array cube = Array::from_shape({2, 1, 2});
+  cube.fill(0.5);
+  REQUIRE(to_string(cube) == "{{{0.5, 0.5}},\n {{0.5, 0.5}}}");
+  REQUIRE(to_string(Array(3.0)) == std::to_string(3.0));
+  REQUIRE(to_string(Array::from_shape({0, 2})) == "{{}}");
+  REQUIRE(to_string(Array{1.0, 2.0, 3.0}, 2) == "array of shape (3,), first values: 1 2 ...");
+}
