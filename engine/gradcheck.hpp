@@ -32,7 +32,8 @@ struct GradcheckResult {
 };
 
 // f maps leaves (one per input, in order, requiring gradients) to an output. f is run on a fresh tape
-// of the checker's own, 1 + 2 * (number of input elements) times.
+// of the checker's own, 2 + 2 * (number of input elements) times: once to see the output's shape,
+// once for the analytic gradient, and twice per input element for the finite differences.
 using CheckedFunction = std::function<Var(const std::vector<Var>&)>;
 GradcheckResult gradcheck(const CheckedFunction& f, const std::vector<Array>& inputs,
                           const GradcheckOptions& options = {});

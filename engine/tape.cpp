@@ -78,7 +78,7 @@ Var Tape::record(const char* op, const std::vector<Var>& inputs, Array value, Ba
   for (const Var& in : inputs) {
     if (&in.tape(site) != this)
       fail(op, site, "its inputs live on different tapes (use one tape per computation)");
-    const Entry& input = checked_entry(in.index(), generation_, op, site);  // throws for stale handles
+    const Entry& input = checked_entry(in.index(), in.generation(), op, site);  // throws for stale handles
     e.inputs.push_back(in.index());
     e.requires_grad = e.requires_grad || input.requires_grad;
   }
@@ -164,7 +164,7 @@ void Tape::accumulate(int to, Array grad, int from) {
 }
 
 void Tape::reset() {
-  entries_.clear();  // keeps the vector's capacity: no allocation churn from step to step
+  entries_.clear();
   generation_ = next_generation++;
 }
 

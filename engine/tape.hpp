@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -100,7 +101,9 @@ class Tape {
 
  private:
   void accumulate(int to, Array grad, int from);
-  std::vector<Entry> entries_;
+  // A deque, not a vector: appending never moves the existing entries, so the references that
+  // Var::value(), Var::grad() and entry() return stay valid while later ops are recorded.
+  std::deque<Entry> entries_;
   std::uint64_t generation_;
 };
 

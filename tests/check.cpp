@@ -1,5 +1,6 @@
 #include "check.hpp"
 
+#include <cmath>
 #include <random>
 
 namespace gs::test {
@@ -15,6 +16,12 @@ Array randn(const Shape& shape, unsigned seed) {
 Array randn_away_from_zero(const Shape& shape, unsigned seed) {
   Array x = randn(shape, seed);
   for (double& v : x) v = v >= 0 ? v + 0.5 : v - 0.5;
+  return x;
+}
+
+Array randn_positive(const Shape& shape, unsigned seed) {
+  Array x = randn(shape, seed);
+  for (double& v : x) v = std::abs(v) + 0.5;
   return x;
 }
 

@@ -9,15 +9,16 @@
 
 namespace gs {
 
-// An axis in [-rank, rank) as an index in [0, rank); anything else throws naming the op.
-std::size_t normalize_axis(int axis, std::size_t rank, std::string_view op, const Site& site);
+// An axis in [-rank, rank) as an index in [0, rank), rank = shape.size(); anything else throws naming
+// the op and the shape.
+std::size_t normalize_axis(int axis, const Shape& shape, std::string_view op, const Site& site);
 
 // Sorted, distinct axes; an empty list means every axis.
-std::vector<std::size_t> normalize_axes(const std::vector<int>& axes, std::size_t rank, std::string_view op,
+std::vector<std::size_t> normalize_axes(const std::vector<int>& axes, const Shape& shape, std::string_view op,
                                         const Site& site);
 
 // A permutation of 0..rank-1, written with possibly negative axes.
-std::vector<std::size_t> normalize_permutation(const std::vector<int>& axes, std::size_t rank, std::string_view op,
-                                               const Site& site);
+std::vector<std::size_t> normalize_permutation(const std::vector<int>& axes, const Shape& shape,
+                                               std::string_view op, const Site& site);
 
 }  // namespace gs

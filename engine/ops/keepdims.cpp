@@ -13,6 +13,8 @@ Shape kept_shape(const Shape& from, const std::vector<std::size_t>& axes) {
 }
 
 Array sum_keepdims(const Array& x, const std::vector<std::size_t>& axes) {
+  // An empty x sums to zeros. (xtensor's reducer would offset an empty array's null data pointer: UB.)
+  if (x.size() == 0) return xt::zeros<double>(kept_shape(shape_of(x), axes));
   Array r = xt::sum(x, axes);
   r.reshape(kept_shape(shape_of(x), axes));
   return r;

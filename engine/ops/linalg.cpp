@@ -9,6 +9,11 @@
 #include "engine/tape.hpp"
 
 namespace gs {
+namespace {
+thread_local std::vector<GemmShape>* gemm_log = nullptr;
+}  // namespace
+
+void set_gemm_log(std::vector<GemmShape>* log) { gemm_log = log; }
 
 Array batched_matmul(const Array& a, bool transpose_a, const Array& b, bool transpose_b) {
   const std::size_t ra = a.dimension(), rb = b.dimension();
@@ -51,6 +56,8 @@ Array batched_matmul(const Array& a, bool transpose_a, const Array& b, bool tran
         b_stride *= size;
       }
     }
+    if (gemm_log)
+      gemm_log->push_back({transpose_a, transpose_b, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k)});
     cblas_dgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
                 static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), 1.0, a.data() + a_index * a_matrix,
                 lda, b.data() + b_index * b_matrix, ldb, 0.0, out.data() + t * n * m, static_cast<int>(m));
@@ -77,8 +84,9 @@ Var matmul(const Var& a, const Var& b, Site site) {
 }
 
 Var permute(const Var& x, const std::vector<int>& axes, Site site) {
-  const std::size_t rank = x.shape(site).size();
-  const std::vector<std::size_t> perm = normalize_permutation(axes, rank, "permute", site);
+  const Shape shape = x.shape(site);
+  const std::size_t rank = shape.size();
+  const std::vector<std::size_t> perm = normalize_permutation(axes, shape, "permute", site);
   std::vector<std::size_t> inverse(rank);
   for (std::size_t i = 0; i < rank; ++i) inverse[perm[i]] = i;
   // y = x with axes reordered; the gradient is reordered back by the inverse permutation.
@@ -89,9 +97,10 @@ Var permute(const Var& x, const std::vector<int>& axes, Site site) {
 }
 
 Var transpose(const Var& x, int axis0, int axis1, Site site) {
-  const std::size_t rank = x.shape(site).size();
-  const std::size_t a0 = normalize_axis(axis0, rank, "transpose", site);
-  const std::size_t a1 = normalize_axis(axis1, rank, "transpose", site);
+  const Shape shape = x.shape(site);
+  const std::size_t rank = shape.size();
+  const std::size_t a0 = normalize_axis(axis0, shape, "transpose", site);
+  const std::size_t a1 = normalize_axis(axis1, shape, "transpose", site);
   std::vector<int> axes(rank);
   std::iota(axes.begin(), axes.end(), 0);
   std::swap(axes[a0], axes[a1]);

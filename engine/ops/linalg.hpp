@@ -21,4 +21,12 @@ Var transpose(const Var& x, int axis0 = -2, int axis1 = -1, Site site = Site::cu
 // or m's last-two-axes transpose. The building block of matmul's forward and backward.
 Array batched_matmul(const Array& a, bool transpose_a, const Array& b, bool transpose_b);
 
+// For benchmarks: while a log is set, every gemm that batched_matmul runs appends its shape to it,
+// so that the same matrix products can be timed alone (the "GEMM floor" of a training step).
+struct GemmShape {
+  bool transpose_a, transpose_b;
+  int n, m, k;  // op(a) is (n, k), op(b) is (k, m)
+};
+void set_gemm_log(std::vector<GemmShape>* log);  // nullptr turns logging off
+
 }  // namespace gs

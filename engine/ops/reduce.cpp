@@ -31,7 +31,7 @@ Array spread(const Array& grad, const Shape& keep, const Shape& from) {
 
 Var sum(const Var& x, const std::vector<int>& axes, bool keepdims, Site site) {
   const Shape from = x.shape(site);
-  const auto ax = normalize_axes(axes, from.size(), "sum", site);
+  const auto ax = normalize_axes(axes, from, "sum", site);
   Array value = sum_keepdims(x.value(), ax);
   value.reshape(reduced_shape(from, ax, keepdims));
   // y = sum_i x_i:  dy/dx_i = 1, so every x_i gets the gradient of the sum it went into
@@ -43,7 +43,7 @@ Var sum(const Var& x, const std::vector<int>& axes, bool keepdims, Site site) {
 
 Var mean(const Var& x, const std::vector<int>& axes, bool keepdims, Site site) {
   const Shape from = x.shape(site);
-  const auto ax = normalize_axes(axes, from.size(), "mean", site);
+  const auto ax = normalize_axes(axes, from, "mean", site);
   double count = 1.0;
   for (std::size_t a : ax) count *= static_cast<double>(from[a]);
   Array value = sum_keepdims(x.value(), ax) / count;
@@ -57,7 +57,7 @@ Var mean(const Var& x, const std::vector<int>& axes, bool keepdims, Site site) {
 
 Var max(const Var& x, const std::vector<int>& axes, bool keepdims, Site site) {
   const Shape from = x.shape(site);
-  const auto ax = normalize_axes(axes, from.size(), "max", site);
+  const auto ax = normalize_axes(axes, from, "max", site);
   if (x.value().size() == 0) fail("max", site, "cannot take the max of an empty array " + shape_str(from));
   Array value = max_keepdims(x.value(), ax);
   value.reshape(reduced_shape(from, ax, keepdims));
@@ -72,7 +72,7 @@ Var max(const Var& x, const std::vector<int>& axes, bool keepdims, Site site) {
 }
 
 Var softmax(const Var& x, int axis, Site site) {
-  const std::size_t a = normalize_axis(axis, x.shape(site).size(), "softmax", site);
+  const std::size_t a = normalize_axis(axis, x.shape(site), "softmax", site);
   const Array& v = x.value();
   Array m = max_keepdims(v, {a});
   Array e = xt::exp(v - m);
@@ -86,7 +86,7 @@ Var softmax(const Var& x, int axis, Site site) {
 }
 
 Var log_softmax(const Var& x, int axis, Site site) {
-  const std::size_t a = normalize_axis(axis, x.shape(site).size(), "log_softmax", site);
+  const std::size_t a = normalize_axis(axis, x.shape(site), "log_softmax", site);
   const Array& v = x.value();
   Array m = max_keepdims(v, {a});
   Array shifted = v - m;
@@ -108,7 +108,7 @@ Var cross_entropy(const Var& logits, const IndexArray& targets, Site site) {
   for (std::int64_t t : targets)
     if (t < 0 || static_cast<std::size_t>(t) >= classes)
       fail("cross_entropy", site, "target " + std::to_string(t) + " is not a class in [0, " +
-                                      std::to_string(classes) + ")");
+                                      std::to_string(classes) + ") of logits " + shape_str(ls));
   const std::size_t rows = targets.size();
   if (rows == 0) fail("cross_entropy", site, "no positions: targets " + shape_str(ts) + " are empty");
 

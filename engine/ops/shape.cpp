@@ -2,6 +2,7 @@
 
 #include <numeric>
 
+#include <xtensor/xnoalias.hpp>
 #include <xtensor/xview.hpp>
 
 #include "engine/ops/axes.hpp"
@@ -41,7 +42,8 @@ Var reshape(const Var& x, const std::vector<long>& shape, Site site) {
 
 namespace {
 
-// The view x[..., start:stop, ...] along axis `axis`.
+// The view x[..., start:stop, ...] along axis `axis`. Write into it through xt::noalias: in xtensor
+// 0.24 a plain `strided_view = expr` silently writes nothing.
 template <class A>
 auto axis_view(A& x, std::size_t axis, std::size_t start, std::size_t stop) {
   xt::xstrided_slice_vector sv(x.dimension(), xt::all());
@@ -53,7 +55,7 @@ auto axis_view(A& x, std::size_t axis, std::size_t start, std::size_t stop) {
 
 Var slice(const Var& x, int axis, std::size_t start, std::size_t stop, Site site) {
   const Shape from = x.shape(site);
-  const std::size_t a = normalize_axis(axis, from.size(), "slice", site);
+  const std::size_t a = normalize_axis(axis, from, "slice", site);
   if (start > stop || stop > from[a])
     fail("slice", site, "range [" + std::to_string(start) + ", " + std::to_string(stop) + ") does not fit axis " +
                             std::to_string(axis) + " of " + shape_str(from));
@@ -61,7 +63,7 @@ Var slice(const Var& x, int axis, std::size_t start, std::size_t stop, Site site
   // y = x[start:stop] along the axis: the gradient goes back into those positions, zeros elsewhere.
   return x.tape(site).record("slice", {x}, std::move(value), [from, a, start, stop](const BackwardArgs& g) -> Grads {
     Array dx = xt::zeros<double>(from);
-    axis_view(dx, a, start, stop) = g.grad;
+    xt::noalias(axis_view(dx, a, start, stop)) = g.grad;
     return {std::move(dx)};
   }, site);
 }
@@ -69,7 +71,7 @@ Var slice(const Var& x, int axis, std::size_t start, std::size_t stop, Site site
 Var concat(const std::vector<Var>& xs, int axis, Site site) {
   if (xs.empty()) fail("concat", site, "needs at least one input");
   const Shape first = xs[0].shape(site);
-  const std::size_t a = normalize_axis(axis, first.size(), "concat", site);
+  const std::size_t a = normalize_axis(axis, first, "concat", site);
   std::vector<std::size_t> offsets{0};  // where each input starts along the axis
   for (const Var& x : xs) {
     const Shape s = x.shape(site);
@@ -82,7 +84,8 @@ Var concat(const std::vector<Var>& xs, int axis, Site site) {
   Shape out_shape = first;
   out_shape[a] = offsets.back();
   Array value = Array::from_shape(out_shape);
-  for (std::size_t i = 0; i < xs.size(); ++i) axis_view(value, a, offsets[i], offsets[i + 1]) = xs[i].value();
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    xt::noalias(axis_view(value, a, offsets[i], offsets[i + 1])) = xs[i].value();
   // y = [x0, x1, ...] along the axis: each input's gradient is its own stretch of dL/dy.
   return xs[0].tape(site).record("concat", xs, std::move(value), [a, offsets](const BackwardArgs& g) -> Grads {
     Grads grads;
@@ -94,7 +97,7 @@ Var concat(const std::vector<Var>& xs, int axis, Site site) {
 
 std::vector<Var> split(const Var& x, int axis, const std::vector<std::size_t>& sizes, Site site) {
   const Shape s = x.shape(site);
-  const std::size_t a = normalize_axis(axis, s.size(), "split", site);
+  const std::size_t a = normalize_axis(axis, s, "split", site);
   const std::size_t total = std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
   if (total != s[a])
     fail("split", site, "sizes add up to " + std::to_string(total) + " but axis " + std::to_string(axis) + " of " +
