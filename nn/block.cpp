@@ -1,0 +1,150 @@
+#include "nn/block.hpp"
+
+#include <cmath>
+
+#include "engine/engine.hpp"
+
+namespace gs::nn {
+
+Block::Block(const ModelConfig& config, std::size_t block_index, Initializer& init)
+    : placement(config.placement), index(block_index), attn(config.d_model, config.heads, init),
+      mlp(config.d_model, config.ff(), init) {
+  const std::size_t d = config.d_model;
+  const bool has_ln = placement != Placement::rezero;
+  if (has_ln) ln1 = std::make_unique<LayerNorm>(d);
+  if (has_ln) ln2 = std::make_unique<LayerNorm>(d);
+  if (placement == Placement::peri) {
+    ln_attn_out = std::make_unique<LayerNorm>(d);
+    ln_mlp_out = std::make_unique<LayerNorm>(d);
+  }
+  if (placement == Placement::rezero) {
+    rezero_attn = add_parameter("rezero_attn", zeros({1}));  // a_attn = 0: the block starts as the identity
+    rezero_mlp = add_parameter("rezero_mlp", zeros({1}));    // a_mlp = 0
+  }
+  if (placement == Placement::deepnorm) {
+    // DeepNet (Wang et al. 2022), decoder-only with N layers: alpha = (2N)^(1/4), beta = (8N)^(-1/4).
+    const double N = static_cast<double>(config.layers);
+    alpha = std::pow(2.0 * N, 0.25);
+    beta = std::pow(8.0 * N, -0.25);
+    // The value path and the outputs of both sublayers start smaller; q and k keep their scale.
+    mlp.fc1.weight.value() *= beta;
+    mlp.fc2.weight.value() *= beta;
+    attn.v.weight.value() *= beta;
+    attn.o.weight.value() *= beta;
+  }
+  // Registration order is listing order: ln1, attn, ln_attn_out, ln2, mlp, ln_mlp_out.
+  if (ln1) add_child("ln1", *ln1);
+  add_child("attn", attn);
+  if (ln_attn_out) add_child("ln_attn_out", *ln_attn_out);
+  if (ln2) add_child("ln2", *ln2);
+  add_child("mlp", mlp);
+  if (ln_mlp_out) add_child("ln_mlp_out", *ln_mlp_out);
+}
+
+void Block::set_fused_norms(bool fused) {
+  for (LayerNorm* ln : {ln1.get(), ln2.get(), ln_attn_out.get(), ln_mlp_out.get()})
+    if (ln) ln->fused = fused;
+}
+
+Var Block::forward(const Var& x, Site site) {
+  const Shape xs = x.shape(site);
+  if (xs.size() != 3 || xs[2] != attn.dim)
+    fail("Block", site, "blocks." + std::to_string(index) + " needs x of shape (B, T, " +
+                            std::to_string(attn.dim) + "), got " + shape_str(xs));
+  const std::string p = "blocks." + std::to_string(index) + ".";
+  BlockTrace t;
+  t.input = x;  // (B, T, C)
+
+  switch (placement) {
+    case Placement::post: {
+      // h = LN1(x + Attn(x))
+      t.attn_in = x;
+      t.attn_skip = x;
+      t.attn_branch = attn.forward(x, site);
+      t.attn_sum = t.attn_skip + t.attn_branch;
+      t.mid = ln1->forward(t.attn_sum, site);
+      // y = LN2(h + MLP(h))
+      t.mlp_in = t.mid;
+      t.mlp_skip = t.mid;
+      t.mlp_branch = mlp.forward(t.mid, site);
+      t.mlp_sum = t.mlp_skip + t.mlp_branch;
+      t.output = ln2->forward(t.mlp_sum, site);
+      break;
+    }
+    case Placement::pre: {
+      // h = x + Attn(LN1(x))
+      t.attn_in = ln1->forward(x, site);
+      t.attn_skip = x;
+      t.attn_branch = attn.forward(t.attn_in, site);
+      t.attn_sum = t.attn_skip + t.attn_branch;
+      t.mid = t.attn_sum;
+      // y = h + MLP(LN2(h))
+      t.mlp_in = ln2->forward(t.mid, site);
+      t.mlp_skip = t.mid;
+      t.mlp_branch = mlp.forward(t.mlp_in, site);
+      t.mlp_sum = t.mlp_skip + t.mlp_branch;
+      t.output = t.mlp_sum;
+      break;
+    }
+    case Placement::peri: {
+      // h = x + LNa_out(Attn(LN1(x)))
+      t.attn_in = ln1->forward(x, site);
+      t.attn_skip = x;
+      t.attn_branch = ln_attn_out->forward(attn.forward(t.attn_in, site), site);
+      t.attn_sum = t.attn_skip + t.attn_branch;
+      t.mid = t.attn_sum;
+      // y = h + LNm_out(MLP(LN2(h)))
+      t.mlp_in = ln2->forward(t.mid, site);
+      t.mlp_skip = t.mid;
+      t.mlp_branch = ln_mlp_out->forward(mlp.forward(t.mlp_in, site), site);
+      t.mlp_sum = t.mlp_skip + t.mlp_branch;
+      t.output = t.mlp_sum;
+      break;
+    }
+    case Placement::deepnorm: {
+      // h = LN1(alpha * x + Attn(x))
+      t.attn_in = x;
+      t.attn_skip = (x * alpha).named(p + "attn_skip");
+      t.attn_branch = attn.forward(x, site);
+      t.attn_sum = t.attn_skip + t.attn_branch;
+      t.mid = ln1->forward(t.attn_sum, site);
+      // y = LN2(alpha * h + MLP(h))
+      t.mlp_in = t.mid;
+      t.mlp_skip = (t.mid * alpha).named(p + "mlp_skip");
+      t.mlp_branch = mlp.forward(t.mid, site);
+      t.mlp_sum = t.mlp_skip + t.mlp_branch;
+      t.output = ln2->forward(t.mlp_sum, site);
+      break;
+    }
+    case Placement::rezero: {
+      // h = x + a_attn * Attn(x)
+      t.attn_in = x;
+      t.attn_skip = x;
+      t.attn_branch = attn.forward(x, site) * rezero_attn;
+      t.attn_sum = t.attn_skip + t.attn_branch;
+      t.mid = t.attn_sum;
+      // y = h + a_mlp * MLP(h)
+      t.mlp_in = t.mid;
+      t.mlp_skip = t.mid;
+      t.mlp_branch = mlp.forward(t.mid, site) * rezero_mlp;
+      t.mlp_sum = t.mlp_skip + t.mlp_branch;
+      t.output = t.mlp_sum;
+      break;
+    }
+  }
+
+  // Labels for the tape listing. A Var that is also the stream gets the stream's name.
+  attn.last_att.named(p + "attn.att");
+  if (t.attn_in.index() != x.index()) t.attn_in.named(p + "attn_in");
+  t.attn_branch.named(p + "attn_branch");
+  if (t.attn_sum.index() != t.mid.index()) t.attn_sum.named(p + "attn_sum");
+  t.mid.named(p + "resid_mid");
+  if (t.mlp_in.index() != t.mid.index()) t.mlp_in.named(p + "mlp_in");
+  t.mlp_branch.named(p + "mlp_branch");
+  if (t.mlp_sum.index() != t.output.index()) t.mlp_sum.named(p + "mlp_sum");
+  t.output.named(p + "resid_post");
+  last = t;
+  return t.output;  // (B, T, C)
+}
+
+}  // namespace gs::nn

@@ -1,0 +1,131 @@
+// A gradient check over a module's parameters (and, optionally, plain inputs), for the nn tests.
+// The engine's gs::gradcheck perturbs arrays that it turns into leaves; a layer's weights are
+// Parameters instead, so this checker perturbs Parameter::value() in place, element by element, and
+// compares the central difference (L(p + h) - L(p - h)) / 2h with what backward() added to
+// Parameter::grad(). A non-scalar output y is checked through L = sum(y * w), w fixed random weights.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "nn/module.hpp"
+
+namespace gs::test {
+
+struct ParamCheckResult {
+  bool ok = true;
+  double max_abs_error = 0.0;
+  std::size_t checked = 0;  // how many elements were perturbed
+  std::string report;
+};
+
+// f maps leaves made from `inputs` (in order) to an output; it reads the parameters itself.
+using ModuleFunction = std::function<Var(const std::vector<Var>&)>;
+
+// Checks every element of every parameter (at most max_per_tensor elements of each, spread evenly)
+// and every element of every input.
+inline ParamCheckResult check_gradients(const std::vector<nn::NamedParameter>& params, const std::vector<Array>& inputs,
+                                        const ModuleFunction& f, std::size_t max_per_tensor = 1000000,
+                                        double h = 1e-6, double abs_tol = 1e-6, double rel_tol = 1e-5) {
+  std::vector<nn::NamedParameter> ps = params;
+  std::vector<Array> xs = inputs;
+  Array weights;
+  bool weighted = false;
+
+  // L(current values), and optionally the analytic gradients of the inputs and of the parameters.
+  auto loss = [&](std::vector<Array>* input_grads) -> double {
+    Tape tape;
+    TapeScope scope(tape);
+    std::vector<Var> leaves;
+    for (const Array& x : xs) leaves.push_back(tape.leaf(x));
+    Var y = f(leaves);
+    if (!weighted && y.value().size() != 1) {
+      std::mt19937_64 rng(12345);
+      std::normal_distribution<double> normal(0.0, 1.0);
+      weights = Array::from_shape(y.shape());
+      for (double& w : weights) w = normal(rng);
+      weighted = true;
+    }
+    Var L = weighted ? sum(y * tape.constant(weights)) : y;
+    if (input_grads) {
+      L.backward();
+      for (const Var& leaf : leaves)
+        input_grads->push_back(leaf.entry().has_grad ? leaf.grad() : Array(xt::zeros_like(leaf.value())));
+    }
+    return L.value()();
+  };
+
+  for (nn::NamedParameter& p : ps) p.parameter.zero_grad();
+  std::vector<Array> input_grads;
+  loss(nullptr);  // fixes the weights
+  loss(&input_grads);
+
+  ParamCheckResult r;
+  std::ostringstream worst;
+  auto compare = [&](const std::string& what, std::size_t i, double analytic, double up, double down) {
+    const double numeric = (up - down) / (2.0 * h);
+    const double err = std::abs(analytic - numeric);
+    ++r.checked;
+    if (err > abs_tol + rel_tol * std::abs(numeric)) {
+      if (r.ok) worst << "first failure: " << what << "[" << i << "] analytic " << analytic << " numeric " << numeric;
+      r.ok = false;
+    }
+    if (err >= r.max_abs_error) r.max_abs_error = err;
+  };
+
+  for (std::size_t k = 0; k < xs.size(); ++k)
+    for (std::size_t i = 0; i < xs[k].size(); ++i) {
+      const double saved = xs[k].data()[i];
+      xs[k].data()[i] = saved + h;
+      const double up = loss(nullptr);
+      xs[k].data()[i] = saved - h;
+      const double down = loss(nullptr);
+      xs[k].data()[i] = saved;
+      compare("input " + std::to_string(k), i, input_grads[k].data()[i], up, down);
+    }
+
+  for (nn::NamedParameter& p : ps) {
+    const Array analytic = p.parameter.grad();
+    const std::size_t n = p.parameter.size();
+    const std::size_t stride = std::max<std::size_t>(1, n / std::min(n, max_per_tensor));
+    for (std::size_t i = 0; i < n; i += stride) {
+      const double saved = p.parameter.value().data()[i];
+      p.parameter.value().data()[i] = saved + h;
+      const double up = loss(nullptr);
+      p.parameter.value().data()[i] = saved - h;
+      const double down = loss(nullptr);
+      p.parameter.value().data()[i] = saved;
+      compare(p.name, i, analytic.data()[i], up, down);
+    }
+  }
+  std::ostringstream out;
+  out << (r.ok ? "passed" : "FAILED") << ": " << r.checked << " elements, max abs error " << r.max_abs_error << "; "
+      << worst.str();
+  r.report = out.str();
+  return r;
+}
+
+// Adds scale * N(0, 1) noise to every parameter, so that a check does not run at a special point
+// (LN weight exactly 1, biases and ReZero scalars exactly 0).
+inline void jitter(const std::vector<nn::NamedParameter>& params, double scale, unsigned seed) {
+  unsigned s = seed;
+  for (const nn::NamedParameter& p : params) {
+    nn::NamedParameter q = p;
+    q.parameter.value() += scale * randn(q.parameter.shape(), s++);
+  }
+}
+
+}  // namespace gs::test
+
+#define REQUIRE_PARAM_GRADCHECK(...)                         \
+  do {                                                       \
+    const auto pc_ = gs::test::check_gradients(__VA_ARGS__); \
+    INFO(pc_.report);                                        \
+    REQUIRE(pc_.ok);                                         \
+  } while (0)
