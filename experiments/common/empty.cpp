@@ -1,1 +1,0 @@
-// Keeps the common library non-empty before any shared experiment code exists.

@@ -1,0 +1,201 @@
+// Optimizers against single steps worked out by hand in plain doubles, gradient clipping, and the
+// learning-rate schedules at their key steps.
+#include <cmath>
+
+#include "check.hpp"
+#include "nn/optim.hpp"
+#include "nn/schedule.hpp"
+
+using namespace gs;
+using namespace gs::nn;
+
+namespace {
+
+// A 1x1 matrix ({{x}} alone is ambiguous between 1-D and 2-D).
+Array mat(double x) {
+  Array m = Array::from_shape({1, 1});
+  m(0, 0) = x;
+  return m;
+}
+
+// Two parameters: a = [1, -2] and b = [[0.5]].
+struct Two : Module {
+  Parameter a, b;
+  Two() {
+    a = add_parameter("a", Array{1.0, -2.0});
+    b = add_parameter("b", mat(0.5));
+  }
+  void set_grads(const Array& ga, const Array& gb) {
+    a.grad() = ga;
+    b.grad() = gb;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("SGD with momentum: two steps by hand", "[train][optim]") {
+  Two m;
+  Sgd sgd(m.named_parameters(), SgdOptions{0.9, 0.0});
+  m.set_grads(Array{0.5, 1.0}, mat(-1.0));
+  sgd.step(0.1);
+  // v = g; theta = theta - 0.1 v
+  REQUIRE(m.a.value()(0) == Approx(1.0 - 0.05));
+  REQUIRE(m.a.value()(1) == Approx(-2.0 - 0.1));
+  REQUIRE(m.b.value()(0, 0) == Approx(0.5 + 0.1));
+  sgd.step(0.1);  // same gradient: v = 0.9 g + g = 1.9 g
+  REQUIRE(m.a.value()(0) == Approx(0.95 - 0.1 * 1.9 * 0.5));
+  REQUIRE(m.a.value()(1) == Approx(-2.1 - 0.1 * 1.9 * 1.0));
+  REQUIRE(sgd.steps() == 2);
+  REQUIRE(sgd.slot(0, 0)(1) == Approx(1.9));
+}
+
+TEST_CASE("SGD weight decay adds wd * theta to the gradient", "[train][optim]") {
+  Two m;
+  Sgd sgd(m.named_parameters(), SgdOptions{0.0, 0.1});
+  m.set_grads(Array{0.5, 1.0}, mat(0.0));
+  sgd.step(0.1);
+  REQUIRE(m.a.value()(0) == Approx(1.0 - 0.1 * (0.5 + 0.1 * 1.0)));
+  REQUIRE(m.a.value()(1) == Approx(-2.0 - 0.1 * (1.0 + 0.1 * -2.0)));
+  REQUIRE(m.b.value()(0, 0) == Approx(0.5 - 0.1 * 0.1 * 0.5));
+}
+
+namespace {
+
+// Adam in plain doubles for one scalar, step after step: the reference the tests compare against.
+struct ScalarAdam {
+  double b1, b2, eps, wd;
+  bool decoupled;
+  double m = 0, v = 0;
+  int t = 0;
+  double step(double theta, double g, double lr) {
+    ++t;
+    if (decoupled) theta -= lr * wd * theta;
+    else g += wd * theta;
+    m = b1 * m + (1 - b1) * g;
+    v = b2 * v + (1 - b2) * g * g;
+    const double m_hat = m / (1 - std::pow(b1, t)), v_hat = v / (1 - std::pow(b2, t));
+    return theta - lr * m_hat / (std::sqrt(v_hat) + eps);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Adam: the first step moves every weight by about lr against its gradient's sign", "[train][optim]") {
+  Two m;
+  Adam adam(m.named_parameters());
+  m.set_grads(Array{0.5, -3.0}, mat(1e-3));
+  adam.step(0.01);
+  // m_hat = g and v_hat = g^2 after one step, so the update is lr * g / (|g| + eps).
+  REQUIRE(m.a.value()(0) == Approx(1.0 - 0.01 * 0.5 / (0.5 + 1e-8)).epsilon(1e-14));
+  REQUIRE(m.a.value()(1) == Approx(-2.0 + 0.01 * 3.0 / (3.0 + 1e-8)).epsilon(1e-14));
+  REQUIRE(m.b.value()(0, 0) == Approx(0.5 - 0.01 * 1e-3 / (1e-3 + 1e-8)).epsilon(1e-14));
+  REQUIRE(adam.slot(0, 0)(1) == Approx(0.1 * -3.0));         // m = (1 - b1) g
+  REQUIRE(adam.slot(1, 0)(1) == Approx(0.001 * 9.0));        // v = (1 - b2) g^2
+}
+
+TEST_CASE("Adam, Adam with L2 and AdamW agree with a scalar reference over three steps", "[train][optim]") {
+  const double wd = 0.1, lr = 0.05;
+  const double grads[3][2] = {{0.5, 1.0}, {-0.25, 2.0}, {0.75, -0.5}};
+  for (int kind = 0; kind < 3; ++kind) {
+    AdamOptions o;
+    o.beta1 = 0.8;
+    o.beta2 = 0.95;
+    o.eps = 1e-6;
+    o.weight_decay = kind == 0 ? 0.0 : wd;
+    o.decoupled = kind == 2;
+    Two m;
+    Adam adam(m.named_parameters(), o);
+    REQUIRE(adam.name() == (kind == 2 ? "adamw" : "adam"));
+    ScalarAdam r0{o.beta1, o.beta2, o.eps, o.weight_decay, o.decoupled}, r1 = r0;
+    double t0 = 1.0, t1 = -2.0;
+    for (const auto& g : grads) {
+      m.set_grads(Array{g[0], g[1]}, mat(0.0));
+      adam.step(lr);
+      t0 = r0.step(t0, g[0], lr);
+      t1 = r1.step(t1, g[1], lr);
+      INFO("kind " << kind);
+      REQUIRE(m.a.value()(0) == Approx(t0).epsilon(1e-13));
+      REQUIRE(m.a.value()(1) == Approx(t1).epsilon(1e-13));
+    }
+    REQUIRE(adam.steps() == 3);
+  }
+}
+
+TEST_CASE("AdamW's decay is decoupled: with a zero gradient it only shrinks theta by lr * wd", "[train][optim]") {
+  Two m;
+  Adam adamw(m.named_parameters(), adamw_options(0.1));
+  m.set_grads(Array{0.0, 0.0}, mat(0.0));
+  adamw.step(0.5);
+  REQUIRE(m.a.value()(0) == Approx(1.0 * (1 - 0.5 * 0.1)).epsilon(1e-15));
+  REQUIRE(m.a.value()(1) == Approx(-2.0 * (1 - 0.5 * 0.1)).epsilon(1e-15));
+}
+
+TEST_CASE("optimizers skip frozen parameters, zero_grad clears gradients, make_optimizer checks names",
+          "[train][optim]") {
+  Two m;
+  m.b.set_requires_grad(false);
+  auto opt = make_optimizer("adamw", m.named_parameters(), 0.0);
+  m.set_grads(Array{1.0, 1.0}, mat(1.0));
+  opt->step(0.1);
+  REQUIRE(m.b.value()(0, 0) == 0.5);
+  REQUIRE(m.a.value()(0) != 1.0);
+  opt->zero_grad();
+  REQUIRE(m.a.grad()(0) == 0.0);
+  REQUIRE(make_optimizer("sgd", m.named_parameters(), 0.0)->name() == "sgd");
+  REQUIRE_THROWS_WITH(make_optimizer("lion", m.named_parameters(), 0.0), Catch::Contains("sgd, adam, adamw"));
+}
+
+TEST_CASE("clip_grad_norm scales to max_norm and returns the norm before clipping", "[train][optim][clip]") {
+  Two m;
+  m.set_grads(Array{3.0, 0.0}, mat(4.0));  // global norm 5
+  REQUIRE(clip_grad_norm(m.named_parameters(), 10.0) == Approx(5.0));  // below: unchanged
+  REQUIRE(m.a.grad()(0) == 3.0);
+  REQUIRE(clip_grad_norm(m.named_parameters(), 0.0) == Approx(5.0));   // 0: off
+  REQUIRE(clip_grad_norm(m.named_parameters(), 1.0) == Approx(5.0));
+  REQUIRE(m.a.grad()(0) == Approx(0.6));
+  REQUIRE(m.b.grad()(0, 0) == Approx(0.8));
+  REQUIRE(clip_grad_norm(m.named_parameters(), 1.0) == Approx(1.0));
+}
+
+TEST_CASE("schedules at their key steps", "[train][schedule]") {
+  // base 2, W = 10, N = 110; lr(step) is for update t = step + 1.
+  Schedule s{ScheduleKind::constant, 2.0, 10, 110, 0.1};
+  REQUIRE(s.lr(0) == 2.0);
+  REQUIRE(s.lr(1000) == 2.0);
+
+  s.kind = ScheduleKind::warmup;
+  REQUIRE(s.lr(0) == Approx(0.2));   // t = 1: 2 * 1/10
+  REQUIRE(s.lr(4) == Approx(1.0));   // t = 5
+  REQUIRE(s.lr(9) == Approx(2.0));   // t = W: the peak
+  REQUIRE(s.lr(500) == 2.0);
+
+  s.kind = ScheduleKind::inverse_sqrt;
+  REQUIRE(s.lr(0) == Approx(0.2));
+  REQUIRE(s.lr(9) == Approx(2.0));
+  REQUIRE(s.lr(39) == Approx(2.0 * std::sqrt(10.0 / 40.0)));  // t = 40: half the peak
+  REQUIRE(s.lr(999) == Approx(2.0 * 0.1));                   // t = 1000
+
+  s.kind = ScheduleKind::cosine;
+  REQUIRE(s.lr(4) == Approx(1.0));
+  REQUIRE(s.lr(9) == Approx(2.0));
+  REQUIRE(s.lr(59) == Approx(2.0 * (0.1 + 0.9 * 0.5)));  // t = 60: half way, cos(pi/2) = 0
+  REQUIRE(s.lr(109) == Approx(0.2));                     // t = N: f * base
+  REQUIRE(s.lr(5000) == Approx(0.2));
+  REQUIRE(s.lr(10) < s.lr(9));
+
+  s.warmup = 0;
+  s.kind = ScheduleKind::inverse_sqrt;
+  REQUIRE(s.lr(3) == Approx(1.0));  // no warmup: base / sqrt(t), t = 4
+  s.kind = ScheduleKind::cosine;
+  REQUIRE(s.lr(0) == Approx(2.0 * (0.1 + 0.9 * 0.5 * (1 + std::cos(M_PI / 110.0)))));
+}
+
+TEST_CASE("schedules parse from their names", "[train][schedule]") {
+  REQUIRE(parse_schedule("constant") == ScheduleKind::constant);
+  REQUIRE(parse_schedule("warmup") == ScheduleKind::warmup);
+  REQUIRE(parse_schedule("inverse_sqrt") == ScheduleKind::inverse_sqrt);
+  REQUIRE(parse_schedule("rsqrt") == ScheduleKind::inverse_sqrt);
+  REQUIRE(parse_schedule("cosine") == ScheduleKind::cosine);
+  REQUIRE(to_string(ScheduleKind::inverse_sqrt) == "inverse_sqrt");
+  REQUIRE_THROWS_WITH(parse_schedule("linear"), Catch::Contains("unknown schedule 'linear'"));
+}
