@@ -1,0 +1,27 @@
+// The flags every experiment binary shares beyond the model flags: where results go, how many seeds
+// to average, and --dump. Set the fields before add_run_options to change a binary's defaults.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "nn/transformer_lm.hpp"
+
+namespace gs::experiments {
+
+struct RunOptions {
+  std::string out;          // --out DIR: CSV files and plots (PNG, SVG) go here
+  std::size_t seeds = 3;    // --seeds N: every measurement is repeated with seeds 0..N-1 (plus --seed)
+  std::string dump;         // --dump DIR: weights, gradients, batch and loss of one fresh batch
+};
+
+// Adds --out, --seeds and --dump.
+void add_run_options(CLI::App& app, RunOptions& options);
+
+// For --dump: writes DIR/config.json, params/, grads/, batch/ and loss.npy (nn/dump.hpp) for `model`
+// as it is now, on one fresh (batch, seq) batch of a Markov corpus over the model's vocabulary, drawn
+// with `seed`. Prints where it wrote.
+void dump_model(const std::string& dir, nn::TransformerLM& model, std::size_t batch, std::size_t seq, unsigned seed);
+
+}  // namespace gs::experiments
