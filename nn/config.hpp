@@ -8,6 +8,8 @@ namespace gs::nn {
 
 // Where the normalization sits in a residual block (formulas in nn/block.hpp and the docs).
 enum class Placement { post, pre, peri, deepnorm, rezero };
+inline constexpr Placement all_placements[] = {Placement::post, Placement::pre, Placement::peri, Placement::deepnorm,
+                                               Placement::rezero};
 
 std::string to_string(Placement placement);
 // "post", "pre", "peri" (or "sandwich"), "deepnorm", "rezero"; anything else throws gs::Error

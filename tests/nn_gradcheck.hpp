@@ -14,9 +14,25 @@
 #include <vector>
 
 #include "check.hpp"
+#include "nn/config.hpp"
 #include "nn/module.hpp"
 
 namespace gs::test {
+
+// The smallest model that still has every part: V=5, T=3, d=4, 2 heads, d_ff=8, 2 layers.
+inline nn::ModelConfig tiny_config(nn::Placement placement, nn::Init init = nn::Init::xavier) {
+  nn::ModelConfig c;
+  c.vocab = 5;
+  c.context = 3;
+  c.d_model = 4;
+  c.heads = 2;
+  c.d_ff = 8;
+  c.layers = 2;
+  c.placement = placement;
+  c.init = init;
+  c.seed = 1;
+  return c;
+}
 
 struct ParamCheckResult {
   bool ok = true;

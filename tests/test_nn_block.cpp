@@ -9,31 +9,12 @@
 using namespace gs;
 using namespace gs::nn;
 
-namespace {
-
-ModelConfig tiny(Placement placement) {
-  ModelConfig c;
-  c.vocab = 5;
-  c.context = 3;
-  c.d_model = 4;
-  c.heads = 2;
-  c.d_ff = 8;
-  c.layers = 2;
-  c.placement = placement;
-  return c;
-}
-
-const Placement all_placements[] = {Placement::post, Placement::pre, Placement::peri, Placement::deepnorm,
-                                    Placement::rezero};
-
-}  // namespace
-
 TEST_CASE("a block of every placement passes gradient checks w.r.t. its input and parameters", "[nn][block]") {
   for (Placement placement : all_placements) {
     for (bool fused : {true, false}) {
       INFO("placement " << to_string(placement) << (fused ? " fused" : " composite"));
       Initializer init(Init::xavier, 1);
-      Block block(tiny(placement), 0, init);
+      Block block(test::tiny_config(placement), 0, init);
       block.set_fused_norms(fused);
       test::jitter(block.named_parameters(), 0.2, 7);  // ReZero's a != 0, LN weights != 1
       REQUIRE_PARAM_GRADCHECK(block.named_parameters(), {test::randn({2, 3, 4}, 2)},
@@ -46,7 +27,7 @@ TEST_CASE("a block labels its residual stream on the tape", "[nn][block]") {
   for (Placement placement : all_placements) {
     INFO(to_string(placement));
     Initializer init(Init::xavier, 1);
-    Block block(tiny(placement), 1, init);
+    Block block(test::tiny_config(placement), 1, init);
     Tape tape;
     TapeScope scope(tape);
     Var x = tape.leaf(test::randn({2, 3, 4}, 2));
@@ -70,7 +51,7 @@ TEST_CASE("a block labels its residual stream on the tape", "[nn][block]") {
 
 TEST_CASE("a ReZero block is the identity at init", "[nn][block][rezero]") {
   Initializer init(Init::xavier, 3);
-  Block block(tiny(Placement::rezero), 0, init);
+  Block block(test::tiny_config(Placement::rezero), 0, init);
   REQUIRE(block.ln1 == nullptr);
   REQUIRE(block.ln2 == nullptr);
   REQUIRE(block.rezero_attn.value()(0) == 0.0);
@@ -82,9 +63,9 @@ TEST_CASE("a ReZero block is the identity at init", "[nn][block][rezero]") {
 }
 
 TEST_CASE("DeepNorm scales fc1, fc2, v and o (not q, k) by beta and the skip by alpha", "[nn][block][deepnorm]") {
-  const ModelConfig c = tiny(Placement::deepnorm);  // N = 2 layers
+  const ModelConfig c = test::tiny_config(Placement::deepnorm);  // N = 2 layers
   Initializer init_post(Init::xavier, 9), init_deep(Init::xavier, 9);
-  Block post(tiny(Placement::post), 0, init_post);
+  Block post(test::tiny_config(Placement::post), 0, init_post);
   Block deep(c, 0, init_deep);
   const double alpha = std::pow(4.0, 0.25), beta = std::pow(16.0, -0.25);
   REQUIRE(deep.alpha == Approx(alpha));

@@ -14,23 +14,6 @@ using namespace gs::nn;
 
 namespace {
 
-ModelConfig tiny(Placement placement, Init init = Init::xavier) {
-  ModelConfig c;
-  c.vocab = 5;
-  c.context = 3;
-  c.d_model = 4;
-  c.heads = 2;
-  c.d_ff = 8;
-  c.layers = 2;
-  c.placement = placement;
-  c.init = init;
-  c.seed = 1;
-  return c;
-}
-
-const Placement all_placements[] = {Placement::post, Placement::pre, Placement::peri, Placement::deepnorm,
-                                    Placement::rezero};
-
 std::map<std::string, Shape> shapes(const TransformerLM& model) {
   std::map<std::string, Shape> out;
   for (const NamedParameter& p : model.named_parameters()) out[p.name] = p.parameter.shape();
@@ -69,15 +52,15 @@ TEST_CASE("parameter names and shapes are exactly as specified", "[nn][model][na
   auto pre = post;
   pre["ln_f.weight"] = {4};
   pre["ln_f.bias"] = {4};
-  REQUIRE(shapes(TransformerLM(tiny(Placement::post))) == post);
-  REQUIRE(shapes(TransformerLM(tiny(Placement::pre))) == pre);
-  REQUIRE(shapes(TransformerLM(tiny(Placement::deepnorm))) == post);
+  REQUIRE(shapes(TransformerLM(test::tiny_config(Placement::post))) == post);
+  REQUIRE(shapes(TransformerLM(test::tiny_config(Placement::pre))) == pre);
+  REQUIRE(shapes(TransformerLM(test::tiny_config(Placement::deepnorm))) == post);
 
   auto peri = pre;
   for (int i = 0; i < 2; ++i)
     for (const char* ln : {"ln_attn_out", "ln_mlp_out"})
       for (const char* p : {".weight", ".bias"}) peri["blocks." + std::to_string(i) + "." + ln + p] = {4};
-  REQUIRE(shapes(TransformerLM(tiny(Placement::peri))) == peri);
+  REQUIRE(shapes(TransformerLM(test::tiny_config(Placement::peri))) == peri);
 
   auto rezero = post;
   for (int i = 0; i < 2; ++i) {
@@ -87,10 +70,10 @@ TEST_CASE("parameter names and shapes are exactly as specified", "[nn][model][na
     rezero[b + "rezero_attn"] = {1};
     rezero[b + "rezero_mlp"] = {1};
   }
-  REQUIRE(shapes(TransformerLM(tiny(Placement::rezero))) == rezero);
+  REQUIRE(shapes(TransformerLM(test::tiny_config(Placement::rezero))) == rezero);
 
   // The listing order follows the model: embeddings, blocks in order, ln_f, head.
-  TransformerLM model(tiny(Placement::pre));
+  TransformerLM model(test::tiny_config(Placement::pre));
   const auto named = model.named_parameters();
   REQUIRE(named.front().name == "tok_emb.weight");
   REQUIRE(named[2].name == "blocks.0.ln1.weight");
@@ -102,15 +85,15 @@ TEST_CASE("parameter_count adds up every tensor", "[nn][model][names]") {
   const std::size_t V = 5, T = 3, d = 4, f = 8, L = 2;
   const std::size_t block = 2 * 2 * d + 4 * (d * d + d) + (d * f + f) + (f * d + d);
   const std::size_t outer = V * d + T * d + d * V + V;
-  REQUIRE(TransformerLM(tiny(Placement::post)).parameter_count() == outer + L * block);
-  REQUIRE(TransformerLM(tiny(Placement::pre)).parameter_count() == outer + L * block + 2 * d);
-  REQUIRE(TransformerLM(tiny(Placement::peri)).parameter_count() == outer + L * (block + 4 * d) + 2 * d);
-  REQUIRE(TransformerLM(tiny(Placement::rezero)).parameter_count() == outer + L * (block - 4 * d + 2));
+  REQUIRE(TransformerLM(test::tiny_config(Placement::post)).parameter_count() == outer + L * block);
+  REQUIRE(TransformerLM(test::tiny_config(Placement::pre)).parameter_count() == outer + L * block + 2 * d);
+  REQUIRE(TransformerLM(test::tiny_config(Placement::peri)).parameter_count() == outer + L * (block + 4 * d) + 2 * d);
+  REQUIRE(TransformerLM(test::tiny_config(Placement::rezero)).parameter_count() == outer + L * (block - 4 * d + 2));
 }
 
 TEST_CASE("initialisation is seeded, reproducible and follows the scheme", "[nn][model][init]") {
-  TransformerLM a(tiny(Placement::pre)), b(tiny(Placement::pre));
-  ModelConfig other = tiny(Placement::pre);
+  TransformerLM a(test::tiny_config(Placement::pre)), b(test::tiny_config(Placement::pre));
+  ModelConfig other = test::tiny_config(Placement::pre);
   other.seed = 2;
   TransformerLM c(other);
   const auto pa = a.named_parameters(), pb = b.named_parameters(), pc = c.named_parameters();
@@ -124,7 +107,7 @@ TEST_CASE("initialisation is seeded, reproducible and follows the scheme", "[nn]
   REQUIRE((a.blocks[0]->attn.q.bias.value() == Array(xt::zeros<double>({4}))));
   REQUIRE(xt::amax(xt::abs(a.head.weight.value()))() <= std::sqrt(6.0 / 9.0));
 
-  ModelConfig big = tiny(Placement::pre, Init::gpt2);
+  ModelConfig big = test::tiny_config(Placement::pre, Init::gpt2);
   big.d_model = 64;
   big.d_ff = 256;
   big.vocab = 64;
@@ -141,7 +124,7 @@ TEST_CASE("a 2-layer TransformerLM of every placement passes a gradient check of
           "[nn][model][gradcheck]") {
   for (Placement placement : all_placements) {
     INFO("placement " << to_string(placement));
-    TransformerLM model(tiny(placement));
+    TransformerLM model(test::tiny_config(placement));
     test::jitter(model.named_parameters(), 0.2, 3);  // off the special point (ReZero a = 0, LN 1/0)
     REQUIRE_PARAM_GRADCHECK(model.named_parameters(), {},
                             [&](const std::vector<Var>&) { return model.loss(ids, targets); });
@@ -150,7 +133,7 @@ TEST_CASE("a 2-layer TransformerLM of every placement passes a gradient check of
 
 TEST_CASE("fused and composite LayerNorms give the same model to 1e-12", "[nn][model][layernorm]") {
   for (Placement placement : {Placement::post, Placement::pre, Placement::peri, Placement::deepnorm}) {
-    TransformerLM model(tiny(placement));
+    TransformerLM model(test::tiny_config(placement));
     test::jitter(model.named_parameters(), 0.2, 4);
     std::vector<Array> grads[2];
     double losses[2];
@@ -173,7 +156,7 @@ TEST_CASE("fused and composite LayerNorms give the same model to 1e-12", "[nn][m
 TEST_CASE("the model is causal: a later token does not change earlier logits", "[nn][model][causal]") {
   for (Placement placement : all_placements) {
     INFO(to_string(placement));
-    ModelConfig c = tiny(placement);
+    ModelConfig c = test::tiny_config(placement);
     c.context = 6;
     TransformerLM model(c);
     test::jitter(model.named_parameters(), 0.2, 5);  // ReZero's branches must do something
@@ -190,7 +173,7 @@ TEST_CASE("the model is causal: a later token does not change earlier logits", "
 }
 
 TEST_CASE("Post-LN's residual stream has RMS 1 at every position after every block", "[nn][model][post]") {
-  ModelConfig c = tiny(Placement::post);
+  ModelConfig c = test::tiny_config(Placement::post);
   c.d_model = 16;
   c.d_ff = 64;
   c.layers = 3;
@@ -211,7 +194,7 @@ TEST_CASE("Post-LN's residual stream has RMS 1 at every position after every blo
 }
 
 TEST_CASE("the model's loss is the mean cross-entropy and the trace names the stream", "[nn][model]") {
-  TransformerLM model(tiny(Placement::pre));
+  TransformerLM model(test::tiny_config(Placement::pre));
   Tape tape;
   TapeScope scope(tape);
   Var loss = model.loss(ids, targets);
@@ -227,7 +210,7 @@ TEST_CASE("the model's loss is the mean cross-entropy and the trace names the st
   REQUIRE(model.last.emb.entry().label == "emb");
   REQUIRE(model.last.final_norm.entry().label == "ln_f");
   REQUIRE(model.blocks[1]->last.input.index() == model.blocks[0]->last.output.index());
-  REQUIRE_FALSE(TransformerLM(tiny(Placement::post)).has_final_norm());
+  REQUIRE_FALSE(TransformerLM(test::tiny_config(Placement::post)).has_final_norm());
 
   // A sequence shorter than the context uses the first T rows of pos_emb; the others get no gradient.
   tape.reset();
@@ -241,7 +224,7 @@ TEST_CASE("the model's loss is the mean cross-entropy and the trace names the st
 }
 
 TEST_CASE("bad input to the model throws naming the op, the shapes and the call site", "[nn][model][errors]") {
-  TransformerLM model(tiny(Placement::pre));
+  TransformerLM model(test::tiny_config(Placement::pre));
   Tape tape;
   TapeScope scope(tape);
   REQUIRE_THROWS_WITH(model.logits(IndexArray{{0, 5}}),
@@ -255,7 +238,7 @@ TEST_CASE("bad input to the model throws naming the op, the shapes and the call 
   REQUIRE_THROWS_WITH(model.loss(ids, IndexArray{{0, 1}}),
                       Catch::Contains("TransformerLM.loss at test_nn_model.cpp") && Catch::Contains("(1, 2)"));
   REQUIRE_THROWS_WITH(model.loss(ids, IndexArray{{0, 1, 9}, {0, 0, 0}}), Catch::Contains("target 9"));
-  ModelConfig bad = tiny(Placement::pre);
+  ModelConfig bad = test::tiny_config(Placement::pre);
   bad.heads = 3;
   REQUIRE_THROWS_WITH(TransformerLM(bad), Catch::Contains("TransformerLM") && Catch::Contains("heads 3"));
 }
