@@ -1,0 +1,60 @@
+// The residual stream of a TransformerLM, read off the tape: where the stream is between sublayers,
+// how large it is, and how the gradient that reached each position splits into what came through the
+// identity (skip) path and what came through the branch.
+//
+// Sublayer k of the model (k = 0 .. 2L-1) is block k/2's attention when k is even and its MLP when k
+// is odd. Stream position k is the input of sublayer k; position 2L is the last block's output:
+//   k:     0      1              2              3              ...  2L
+//   name:  emb    blocks.0.mid   blocks.0.out   blocks.1.mid   ...  blocks.{L-1}.out
+// (blocks.l.out is also block l+1's input x.) Sublayer k reads its input through two kinds of op:
+//   identity  the op of the skip path: the residual add itself, or for deepnorm the scaling alpha * x
+//             (BlockTrace::attn_skip / mlp_skip when that is an op of its own, else attn_sum / mlp_sum)
+//   branch    every other op that reads it: the sublayer's first ops (q, k, v projections or fc1) for
+//             post, deepnorm and rezero, the LayerNorm ln1 / ln2 for pre and peri.
+// With Tape::keep_contributions on, every entry keeps the gradients its consumers sent it, each with
+// the sender's tape index (engine/tape.hpp), so the split is exact: identity + branch = gradient.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/array.hpp"
+#include "engine/var.hpp"
+#include "nn/transformer_lm.hpp"
+
+namespace gs::experiments {
+
+// The gradient that reached one tape entry, split by the op that sent each part.
+struct PathSplit {
+  Array identity;  // the sum of the contributions sent by the identity ops (zeros if none arrived)
+  Array branch;    // the sum of every other contribution (zeros if none)
+  Array total;     // the entry's gradient as the tape accumulated it
+  std::size_t identity_parts = 0, branch_parts = 0;  // how many contributions each sum has
+};
+
+// Splits the gradient of `position` after a backward pass on a tape with keep_contributions on.
+// Contributions sent by an op whose tape index is in `identity_ops` go to identity, all others to
+// branch. Throws gs::Error if the position has no gradient, if the tape kept no contributions for it
+// (keep_contributions was off), or if an identity op sent nothing (a wrong index).
+PathSplit split_gradient(const Var& position, const std::vector<int>& identity_ops);
+
+// One position of the residual stream in the model's last forward.
+struct StreamPosition {
+  std::string name;  // "emb", "blocks.0.mid", "blocks.0.out", ...
+  Var value;         // the stream there, (B, T, C)
+  int identity_op;   // tape index of the skip-path op of the sublayer that reads it; -1 at the top
+};
+
+// The 2L + 1 positions of the model's last forward (model.last and each block's BlockTrace), in
+// order from emb to the last block's output.
+std::vector<StreamPosition> stream_positions(const nn::TransformerLM& model);
+
+// Norms of a (..., C) array taken per position (over the last axis), averaged over the other axes:
+//   mean_rms: mean of sqrt(mean_c x^2)      mean_l2: mean of sqrt(sum_c x^2) = sqrt(C) * mean_rms
+double mean_rms(const Array& x);
+double mean_l2(const Array& x);
+
+// max |a - b| over all elements (same shapes), for checks.
+double max_abs_diff(const Array& a, const Array& b);
+
+}  // namespace gs::experiments

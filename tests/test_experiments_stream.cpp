@@ -1,0 +1,212 @@
+// The residual-stream split of experiments/common/stream_split.hpp (what build/bin/stream reports):
+// only the facts the algebra fixes exactly, on tiny models. Trends along depth belong to the binary.
+#include <cmath>
+
+#include <xtensor/xview.hpp>
+
+#include "check.hpp"
+#include "experiments/common/stream_split.hpp"
+#include "nn/transformer_lm.hpp"
+#include "nn_gradcheck.hpp"
+
+using namespace gs;
+using namespace gs::nn;
+using namespace gs::experiments;
+
+namespace {
+
+// V=7, T=4, d=8, 2 heads, d_ff=16, 3 layers: positions emb, 0.mid, 0.out, ..., 2.out (7 of them).
+ModelConfig small(Placement placement) {
+  ModelConfig c;
+  c.vocab = 7;
+  c.context = 4;
+  c.d_model = 8;
+  c.heads = 2;
+  c.d_ff = 16;
+  c.layers = 3;
+  c.placement = placement;
+  c.seed = 5;
+  return c;
+}
+
+const IndexArray ids = {{0, 3, 6, 2}, {5, 5, 1, 4}};
+const IndexArray targets = {{3, 6, 2, 1}, {5, 1, 4, 0}};
+
+// One forward and backward pass of the mean cross-entropy on `tape`, keeping the contributions.
+std::vector<StreamPosition> forward_backward(TransformerLM& model, Tape& tape) {
+  tape.keep_contributions = true;
+  model.loss(ids, targets).backward();
+  return stream_positions(model);
+}
+
+// The smallest and largest per-position RMS sqrt(mean_c x^2) of a (B, T, C) array.
+std::pair<double, double> rms_range(const Array& x) {
+  double lo = INFINITY, hi = 0.0;
+  for (std::size_t b = 0; b < x.shape()[0]; ++b)
+    for (std::size_t t = 0; t < x.shape()[1]; ++t) {
+      const auto row = xt::view(x, b, t);
+      const double r = std::sqrt(xt::mean(row * row)());
+      lo = std::min(lo, r);
+      hi = std::max(hi, r);
+    }
+  return {lo, hi};
+}
+
+}  // namespace
+
+TEST_CASE("stream_positions lists emb, then each block's mid and output, with the skip op of each reader",
+          "[experiments][stream]") {
+  for (Placement placement : all_placements) {
+    INFO(to_string(placement));
+    TransformerLM model(small(placement));
+    Tape tape;
+    TapeScope scope(tape);
+    const std::vector<StreamPosition> p = forward_backward(model, tape);
+    REQUIRE(p.size() == 7);
+    REQUIRE(p[0].name == "emb");
+    REQUIRE(p[0].value.index() == model.last.emb.index());
+    for (std::size_t l = 0; l < 3; ++l) {
+      const BlockTrace& t = model.blocks[l]->last;
+      REQUIRE(p[2 * l + 1].name == "blocks." + std::to_string(l) + ".mid");
+      REQUIRE(p[2 * l + 1].value.index() == t.mid.index());
+      REQUIRE(p[2 * l + 2].value.index() == t.output.index());
+      // The skip op reads the position: the add for every placement but deepnorm, alpha * x there.
+      const int attn_skip = p[2 * l].identity_op, mlp_skip = p[2 * l + 1].identity_op;
+      REQUIRE(tape.entry(attn_skip).inputs[0] == p[2 * l].value.index());
+      REQUIRE(tape.entry(mlp_skip).inputs[0] == p[2 * l + 1].value.index());
+      REQUIRE(std::string(tape.entry(attn_skip).op) == (placement == Placement::deepnorm ? "mul" : "add"));
+    }
+    REQUIRE(p[6].identity_op == -1);  // the top: no sublayer reads it
+  }
+}
+
+TEST_CASE("the identity and branch parts at every stream position sum to its gradient, every placement",
+          "[experiments][stream]") {
+  for (Placement placement : all_placements) {
+    for (bool jittered : {false, true}) {
+      INFO(to_string(placement) << (jittered ? " with jittered parameters (ReZero's a != 0)" : " at init"));
+      TransformerLM model(small(placement));
+      if (jittered) test::jitter(model.named_parameters(), 0.3, 11);
+      Tape tape;
+      TapeScope scope(tape);
+      const std::vector<StreamPosition> p = forward_backward(model, tape);
+      for (std::size_t k = 0; k + 1 < p.size(); ++k) {
+        INFO("position " << p[k].name);
+        const PathSplit s = split_gradient(p[k].value, {p[k].identity_op});
+        REQUIRE(s.identity_parts == 1);  // one skip op sent one gradient
+        REQUIRE(s.branch_parts >= 1);    // and the sublayer (or its LN) read it too
+        REQUIRE(s.identity_parts + s.branch_parts == p[k].value.entry().contributions.size());
+        REQUIRE(xt::all(xt::equal(s.total, p[k].value.grad())));
+        REQUIRE(max_abs_diff(s.identity + s.branch, s.total) <= 1e-12);
+      }
+    }
+  }
+}
+
+TEST_CASE("at init ReZero is the identity on the stream and every branch part of the gradient is exactly 0",
+          "[experiments][stream][rezero]") {
+  TransformerLM model(small(Placement::rezero));
+  Tape tape;
+  TapeScope scope(tape);
+  const std::vector<StreamPosition> p = forward_backward(model, tape);
+  for (const auto& block : model.blocks) {
+    REQUIRE(block->last.mid.value() == block->last.input.value());
+    REQUIRE(block->last.output.value() == block->last.input.value());
+  }
+  for (std::size_t k = 0; k + 1 < p.size(); ++k) {
+    INFO("position " << p[k].name);
+    // d/dx [a F(x)] = a F'(x) = 0 at a = 0: the branch sends exact zeros, the skip the whole gradient.
+    const PathSplit s = split_gradient(p[k].value, {p[k].identity_op});
+    REQUIRE(xt::all(xt::equal(s.branch, 0.0)));
+    REQUIRE(xt::all(xt::equal(s.identity, s.total)));
+  }
+  // So the gradient at the top reaches emb unchanged, bit for bit.
+  REQUIRE(xt::all(xt::equal(p.front().value.grad(), p.back().value.grad())));
+}
+
+TEST_CASE("with LN weight 1 and bias 0, Post-LN and DeepNorm streams have per-position RMS 1 after every sublayer",
+          "[experiments][stream][post]") {
+  // tests/test_nn_model.cpp checks Post-LN's block outputs; this adds the mids, DeepNorm, and the
+  // average that the binary prints. eps = 1e-5 keeps each RMS just below 1.
+  for (Placement placement : {Placement::post, Placement::deepnorm}) {
+    INFO(to_string(placement));
+    ModelConfig c = small(placement);
+    c.d_model = 16;
+    c.d_ff = 64;
+    TransformerLM model(c);
+    Tape tape;
+    TapeScope scope(tape);
+    model.logits(ids);
+    for (const StreamPosition& p : stream_positions(model)) {
+      if (p.name == "emb") continue;
+      INFO("position " << p.name);
+      const auto [lo, hi] = rms_range(p.value.value());
+      REQUIRE(lo >= 1.0 - 1e-4);
+      REQUIRE(hi <= 1.0);
+      REQUIRE(mean_rms(p.value.value()) == Approx(1.0).margin(1e-4));
+      REQUIRE(mean_l2(p.value.value()) == Approx(std::sqrt(16.0) * mean_rms(p.value.value())).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("mean_rms and mean_l2 average the per-position norms over the last axis", "[experiments][stream]") {
+  Array x = {{{3.0, 4.0}, {0.0, 0.0}}, {{1.0, -1.0}, {-6.0, 8.0}}};  // (2, 2, 2)
+  // per position: L2 = 5, 0, sqrt 2, 10;  RMS = L2 / sqrt 2
+  REQUIRE(mean_l2(x) == Approx((15.0 + std::sqrt(2.0)) / 4.0).epsilon(1e-15));
+  REQUIRE(mean_rms(x) == Approx((15.0 + std::sqrt(2.0)) / 4.0 / std::sqrt(2.0)).epsilon(1e-15));
+}
+
+TEST_CASE("where the stream is the plain sum, the identity part at a sublayer's input is exactly the gradient "
+          "at its output",
+          "[experiments][stream][pre]") {
+  // Pre, peri and ReZero: h = x + branch(x), so the add hands dL/dh to x unchanged: identity(x) = dL/dh.
+  // Chained over the stack, dL/d(emb) = dL/d(top) + the sum of every branch part. At block level this
+  // means identity(x_l) = dL/dh_l (the block's mid), not dL/dy_l: dL/dy_l lacks the MLP's branch part.
+  for (Placement placement : {Placement::pre, Placement::peri, Placement::rezero}) {
+    INFO(to_string(placement));
+    TransformerLM model(small(placement));
+    test::jitter(model.named_parameters(), 0.3, 13);  // ReZero's branches on too
+    Tape tape;
+    TapeScope scope(tape);
+    const std::vector<StreamPosition> p = forward_backward(model, tape);
+    Array telescoped = p.back().value.grad();
+    for (std::size_t k = 0; k + 1 < p.size(); ++k) {
+      INFO("position " << p[k].name);
+      const PathSplit s = split_gradient(p[k].value, {p[k].identity_op});
+      REQUIRE(xt::all(xt::equal(s.identity, p[k + 1].value.grad())));
+      telescoped += s.branch;
+    }
+    REQUIRE(max_abs_diff(telescoped, p.front().value.grad()) <= 1e-12);
+  }
+  // Post and DeepNorm: the stream is LN(sum), so the skip path hands back dL/d(sum) -- the gradient
+  // after LN's backward -- times alpha for DeepNorm; the LN Jacobian sits on the identity path.
+  for (Placement placement : {Placement::post, Placement::deepnorm}) {
+    INFO(to_string(placement));
+    TransformerLM model(small(placement));
+    Tape tape;
+    TapeScope scope(tape);
+    const std::vector<StreamPosition> p = forward_backward(model, tape);
+    for (std::size_t l = 0; l < model.blocks.size(); ++l) {
+      const BlockTrace& t = model.blocks[l]->last;
+      const Block& block = *model.blocks[l];
+      const PathSplit attn = split_gradient(p[2 * l].value, {p[2 * l].identity_op});
+      const PathSplit mlp = split_gradient(p[2 * l + 1].value, {p[2 * l + 1].identity_op});
+      REQUIRE(xt::all(xt::equal(attn.identity, Array(t.attn_sum.grad() * block.alpha))));
+      REQUIRE(xt::all(xt::equal(mlp.identity, Array(t.mlp_sum.grad() * block.alpha))));
+    }
+  }
+}
+
+TEST_CASE("split_gradient says what is wrong: no contributions kept, or an identity op that sent nothing",
+          "[experiments][stream][errors]") {
+  TransformerLM model(small(Placement::pre));
+  Tape tape;
+  TapeScope scope(tape);
+  model.loss(ids, targets).backward();  // keep_contributions off
+  const std::vector<StreamPosition> p = stream_positions(model);
+  REQUIRE_THROWS_WITH(split_gradient(p[0].value, {p[0].identity_op}), Catch::Contains("keep_contributions"));
+
+  tape.reset();
+  const std::vector<StreamPosition> q = forward_backward(model, tape);
+  REQUIRE_THROWS_WITH(split_gradient(q[0].value, {q[3].identity_op}), Catch::Contains("sent it no gradient"));
+}
