@@ -43,6 +43,12 @@ TEST_CASE("draw writes the data, the gnuplot script, a PNG and an SVG", "[report
     REQUIRE(std::filesystem::file_size(dir / f) > 0);
   }
   REQUIRE_FALSE(std::filesystem::exists(dir / "p.png.tmp"));
+  REQUIRE_FALSE(std::filesystem::exists(dir / "p.gp.run"));
+  // The saved script redraws the final files, not the temporary ones.
+  std::ifstream gp(dir / "p.gp");
+  const std::string script((std::istreambuf_iterator<char>(gp)), std::istreambuf_iterator<char>());
+  REQUIRE(script.find("set output \"p.png\"") != std::string::npos);
+  REQUIRE(script.find(".tmp") == std::string::npos);
   std::ifstream png(dir / "p.png", std::ios::binary);
   char magic[4] = {};
   png.read(magic, 4);

@@ -140,20 +140,26 @@ void draw(const Plot& plot, const std::filesystem::path& dir, const std::string&
              (s.err.empty() ? " using 1:2 with linespoints" : " using 1:2:3 with yerrorlines") + " title " +
              quoted(s.title);
   }
-  // gnuplot draws into temporary files that are renamed into place only once both are complete.
+  // NAME.gp draws NAME.png and NAME.svg (for a person who wants to redraw). The run here uses a copy
+  // that draws into temporary files, renamed into place only once both are complete.
   const std::vector<std::pair<std::string, std::string>> outputs = {{"pngcairo size 960,600", ".png"},
                                                                     {"svg size 960,600", ".svg"}};
-  for (const auto& [terminal, ext] : outputs)
-    script << "set terminal " << terminal << "\nset output " << quoted(name + ext + ".tmp") << "\nplot " << plots
-           << "\n";
-  script << "set output\n";
-  nn::write_file_atomically(gp, script.str());
+  auto with_outputs = [&](const std::string& suffix) {
+    std::string text = script.str();
+    for (const auto& [terminal, ext] : outputs) {
+      text += "set terminal " + terminal + "\nset output " + quoted(name + ext + suffix) + "\nplot " + plots;
+      text += "\n";
+    }
+    return text + "set output\n";
+  };
+  nn::write_file_atomically(gp, with_outputs(""));
+  const std::string run = name + ".gp.run", log = name + ".gnuplot.log";
+  nn::write_file_atomically(dir / run, with_outputs(".tmp"));
 
-  const std::string log = name + ".gnuplot.log";
-  const std::string command =
-      "cd " + shell_quote(dir.string()) + " && gnuplot " + shell_quote(gp.filename().string()) + " 2>" + shell_quote(log);
-  if (std::system(command.c_str()) != 0)
-    throw Error("draw: gnuplot failed on " + gp.string() + "; see " + (dir / log).string());
+  const std::string command = "cd " + shell_quote(dir.string()) + " && gnuplot " + shell_quote(run) + " 2>" + shell_quote(log);
+  const int status = std::system(command.c_str());
+  std::filesystem::remove(dir / run);
+  if (status != 0) throw Error("draw: gnuplot failed on " + gp.string() + "; see " + (dir / log).string());
   std::filesystem::remove(dir / log);
   for (const auto& [terminal, ext] : outputs)
     std::filesystem::rename(dir / (name + ext + ".tmp"), dir / (name + ext));
