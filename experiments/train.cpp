@@ -19,6 +19,7 @@
 
 #include "engine/engine.hpp"
 #include "experiments/common/options.hpp"
+#include "experiments/common/training.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/config_json.hpp"
 #include "nn/data.hpp"
@@ -53,29 +54,8 @@ struct TrainOptions {
   double temperature = 1.0;
 };
 
-// A random stream for one purpose at one step: the same (seed, step, purpose) always gives the same
-// stream, whatever happened before -- what makes a resumed run identical to an uninterrupted one.
-std::mt19937_64 stream(unsigned seed, std::size_t step, unsigned purpose) {
-  std::seed_seq seq{seed, static_cast<unsigned>(step), static_cast<unsigned>(step >> 32), purpose};
-  return std::mt19937_64(seq);
-}
-constexpr unsigned train_batches = 0, eval_stream = 1, dump_stream = 2, sample_stream = 3;
-
-// The mean loss over `batches` validation batches, always the same ones.
-double evaluate(nn::TransformerLM& model, const nn::Dataset& data, std::size_t batch, std::size_t seq,
-                std::size_t batches, unsigned seed) {
-  Tape& tape = Tape::current();
-  NoGradScope no_grad(tape);
-  std::mt19937_64 rng = stream(seed, 0, eval_stream);
-  double total = 0.0;
-  for (std::size_t i = 0; i < batches; ++i) {
-    tape.reset();
-    const nn::Batch b = data.batch(nn::Split::validation, batch, seq, rng);
-    total += model.loss(b.inputs, b.targets).value()();
-  }
-  tape.reset();
-  return total / static_cast<double>(batches);
-}
+using experiments::evaluate;
+using experiments::stream;
 
 // n tokens sampled one at a time from softmax(logits / temperature), each conditioned on the last
 // `context` tokens, starting from one token of the validation split.
@@ -83,7 +63,7 @@ std::string sample(nn::TransformerLM& model, const nn::Dataset& data, std::size_
                    unsigned seed) {
   Tape& tape = Tape::current();
   NoGradScope no_grad(tape);
-  std::mt19937_64 rng = stream(seed, 0, sample_stream);
+  std::mt19937_64 rng = stream(seed, 0, experiments::sample_stream);
   const nn::Tokens& val = data.tokens(nn::Split::validation);
   nn::Tokens tokens{val[std::uniform_int_distribution<std::size_t>(0, val.size() - 1)(rng)]};
   const std::size_t context = model.config.context, vocab = model.config.vocab;
@@ -210,10 +190,16 @@ int main(int argc, char** argv) {
     }
 
     // The data.
-    std::optional<nn::Dataset> data;
-    double floor = NAN;
+    experiments::MarkovCorpusOptions mo;
+    mo.vocab = config.vocab;
+    mo.order = o.markov_order;
+    mo.concentration = o.markov_concentration;
+    mo.seed = seed;
+    const experiments::Corpus corpus =
+        o.data.empty() ? experiments::markov_corpus(mo, T) : experiments::text_corpus(o.data);
+    const nn::Dataset* data = &corpus.data;
+    const double floor = corpus.floor;  // NaN for a text file
     if (!o.data.empty()) {
-      data = nn::char_dataset(o.data);
       std::printf("data: %s, %zu training and %zu validation characters, vocab %zu\n", o.data.c_str(),
                   data->tokens(nn::Split::train).size(), data->tokens(nn::Split::validation).size(), data->vocab());
       if (resumed && resumed->config.vocab != data->vocab())
@@ -221,19 +207,11 @@ int main(int argc, char** argv) {
                     std::to_string(resumed->config.vocab));
       config.vocab = data->vocab();
     } else {
-      nn::MarkovOptions mo;
-      mo.vocab = config.vocab;
-      mo.order = o.markov_order;
-      mo.concentration = o.markov_concentration;
-      mo.seed = seed;
-      const nn::MarkovChain chain(mo);
-      data = nn::markov_dataset(chain, 1 << 21, 1 << 17, seed);
-      floor = chain.entropy_rate();
       std::printf("data: Markov chain, vocab %zu, order %zu, concentration %g, seed %u\n", mo.vocab, mo.order,
                   mo.concentration, seed);
       std::printf("      entropy rate (the loss floor) %.4f nats/token; log V = %.4f; best mean loss over "
                   "windows of %zu: %.4f\n",
-                  floor, std::log(static_cast<double>(mo.vocab)), T, chain.window_floor(T));
+                  floor, corpus.uniform, T, corpus.window_floor);
     }
 
     // The model, optimizer and schedule.
@@ -269,19 +247,13 @@ int main(int argc, char** argv) {
     experiments::ProgressBar progress(o.steps);
     const auto train_start = Clock::now();
     double loss = NAN, stepping_seconds = 0.0;
+    const experiments::StepSetup setup{data, B, T, seed, schedule, o.clip};
     for (std::size_t step = start; step < o.steps; ++step) {
       const auto step_start = Clock::now();
-      std::mt19937_64 rng = stream(seed, step, train_batches);
-      const nn::Batch batch = data->batch(nn::Split::train, B, T, rng);
-      tape.reset();
-      optimizer->zero_grad();
-      const Var l = model.loss(batch.inputs, batch.targets);
-      loss = l.value()();
-      if (!std::isfinite(loss)) throw Error("the loss is " + std::to_string(loss) + " at step " + std::to_string(step));
-      l.backward();
-      const double grad_norm = nn::clip_grad_norm(params, o.clip);
-      const double lr = schedule.lr(step);
-      optimizer->step(lr);
+      const experiments::StepResult r = experiments::train_step(model, *optimizer, setup, step);
+      loss = r.loss;
+      if (!r.finite()) throw Error("the loss is " + std::to_string(loss) + " at step " + std::to_string(step));
+      const double grad_norm = r.grad_norm, lr = r.lr;
 
       const double step_seconds = seconds_since(step_start);
       stepping_seconds += step_seconds;  // excludes evaluations
@@ -313,7 +285,7 @@ int main(int argc, char** argv) {
       std::printf("saved: %s\n", o.save.c_str());
     }
     if (!o.dump.empty()) {
-      std::mt19937_64 rng = stream(seed, o.steps, dump_stream);
+      std::mt19937_64 rng = stream(seed, o.steps, experiments::dump_stream);
       const nn::Batch batch = data->batch(nn::Split::train, B, T, rng);
       const double dumped = nn::write_dump(o.dump, config, model, batch, [&](const IndexArray& x, const IndexArray& y) {
         return model.loss(x, y);

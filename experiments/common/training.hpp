@@ -1,0 +1,135 @@
+// The pieces of a training run that train, warmup and dynamics share: the corpus (a Markov chain with
+// a known loss floor, or a text file's characters), the per-step seeded batch stream, the held-out
+// evaluation, and one training step (forward, backward, clip, optimizer update at the scheduled rate).
+//
+// Every random draw comes from a stream seeded by (seed, step, purpose), so the same seed gives the
+// same run bit for bit, and a run resumed at step s sees exactly the batches the uninterrupted run saw.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nn/data.hpp"
+#include "nn/module.hpp"
+#include "nn/optim.hpp"
+#include "nn/schedule.hpp"
+#include "nn/transformer_lm.hpp"
+
+namespace gs::experiments {
+
+// ---- random streams ----
+
+// What a stream is for; a different purpose gives an independent stream at the same step.
+enum StreamPurpose : unsigned {
+  train_stream = 0,
+  eval_stream = 1,
+  dump_stream = 2,
+  sample_stream = 3,
+  probe_stream = 4
+};
+
+// A random stream for one purpose at one step: the same (seed, step, purpose) always gives the same
+// stream, whatever happened before.
+std::mt19937_64 stream(unsigned seed, std::size_t step, unsigned purpose);
+
+// The training batch of step `step` (0-based): (batch, seq) windows of the training split.
+nn::Batch training_batch(const nn::Dataset& data, std::size_t batch, std::size_t seq, unsigned seed, std::size_t step);
+
+// ---- corpora ----
+
+struct Corpus {
+  std::string name;  // "markov" or the text file's path
+  nn::Dataset data;
+  double uniform = 0.0;       // log V: the loss of the uniform prediction, every logit equal
+  double unigram = 0.0;       // H1, the entropy of the training split's token frequencies (nats):
+                              // the best loss of a model that ignores the context
+  double floor = 0.0;         // Markov: the chain's entropy rate, the lowest loss any model can reach;
+                              // NaN for a text file (unknown)
+  double window_floor = 0.0;  // Markov: the best mean loss over windows of `seq` tokens; NaN for text
+};
+
+struct MarkovCorpusOptions {
+  std::size_t vocab = 16;
+  std::size_t order = 2;
+  double concentration = 0.05;
+  unsigned seed = 0;
+  std::size_t train_tokens = std::size_t{1} << 21;
+  std::size_t validation_tokens = std::size_t{1} << 17;
+};
+
+// A corpus from a random order-k Markov chain (nn/data.hpp); seq sets window_floor.
+Corpus markov_corpus(const MarkovCorpusOptions& options, std::size_t seq);
+// The characters of a text file, the last 10% held out.
+Corpus text_corpus(const std::filesystem::path& path);
+
+// H = -sum_v p_v log p_v of the tokens' empirical frequencies p_v, in nats.
+double unigram_entropy(const nn::Tokens& tokens, std::size_t vocab);
+
+// ---- evaluation and training ----
+
+// The mean loss over `batches` validation batches, always the same ones for a given seed.
+double evaluate(nn::TransformerLM& model, const nn::Dataset& data, std::size_t batch, std::size_t seq,
+                std::size_t batches, unsigned seed);
+
+// Resets the current tape, zeroes the gradients, runs the model's loss on `batch` and, if the loss is
+// finite, its backward pass: the parameters then hold their gradients and the tape (with every
+// BlockTrace handle) stays readable until the next reset. Returns the loss (NaN/Inf: no backward).
+double forward_backward(nn::TransformerLM& model, const nn::Batch& batch);
+
+struct Update {
+  double grad_norm = 0.0;  // the global gradient norm before clipping
+  double lr = 0.0;         // the rate this update used
+};
+
+// Clips the global gradient norm to `clip` (0: no clipping) and takes one optimizer step at
+// schedule.lr(step).
+Update apply_update(nn::Optimizer& optimizer, const nn::Schedule& schedule, std::size_t step, double clip);
+
+// What one whole training step needs besides the model and the optimizer.
+struct StepSetup {
+  const nn::Dataset* data = nullptr;
+  std::size_t batch = 16, seq = 32;
+  unsigned seed = 0;
+  nn::Schedule schedule;
+  double clip = 0.0;
+};
+
+struct StepResult {
+  double loss = 0.0;       // the training batch's loss before the update
+  double grad_norm = 0.0;  // NaN when the loss was not finite (then nothing was updated)
+  double lr = 0.0;
+  bool finite() const;
+};
+
+// Step `step` (0-based): training_batch, forward_backward, then apply_update if the loss is finite.
+StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t step);
+
+// Calls fn(0), ..., fn(n - 1) on `jobs` threads (the calling thread is one of them), each index once,
+// in no particular order. Each thread has its own tape (Tape::current() is per thread), so fn may
+// train its own model; it must not touch another index's data. Rethrows the first exception.
+void parallel_for(std::size_t n, unsigned jobs, const std::function<void(std::size_t)>& fn);
+
+// ---- verdicts ----
+
+// How a training run ended, judged from its final held-out loss:
+//   diverged  the loss is NaN/Inf, or above uniform + margin: worse than predicting every token with
+//             probability 1/V
+//   stuck     above stuck - margin, `stuck` being the unigram entropy H1 (<= log V): no better than a model
+//             that ignores the context and predicts the token frequencies
+//   trained   below stuck - margin
+enum class Verdict { trained, stuck, diverged };
+std::string to_string(Verdict verdict);
+
+struct Thresholds {
+  double uniform = 0.0;  // log V
+  double stuck = 0.0;    // H1
+  double margin = 0.05;  // nats
+};
+
+Verdict verdict_of(double final_loss, const Thresholds& thresholds);
+
+}  // namespace gs::experiments

@@ -1,0 +1,576 @@
+// dynamics: the first few hundred training steps, step by step, per placement, with and without
+// warmup, measured link by link against Wang et al. 2022 (DeepNet, section 3). Their account of why
+// Post-LN fails to train without warmup is a chain:
+//   (1) the first updates move the model's output a lot (Adam's first steps have size ~lr in every
+//       coordinate, whatever the gradient's size);
+//   (2) the inputs of the LayerNorms grow;
+//   (3) the gradient through an LN shrinks: LN(x) = g (x - mean) / sigma + b has the Jacobian
+//       (1/sigma) diag(g) (I - 11^T/d - y y^T/d), y the normalized x, so its size goes like
+//       1/sigma = sqrt(d)/|x - mean|: a grown LN input passes back a smaller gradient, and in Post-LN
+//       every gradient that reaches a lower layer has passed through every LN above it;
+//   (4) the lower layers stop learning and the model stays near the uniform loss.
+// Every step records (each a mean over the step's batch; "step t" = the t-th update, 1-based):
+//   loss            the training batch's loss before update t
+//   grad per layer  |dL/dW| (Frobenius norm over every parameter of the group) before update t, for the
+//                   input embedding (tok_emb and pos_emb), each block, and the output (ln_f and head)
+//   LN input RMS    sqrt(mean x^2) of the input x of every LN of the residual stream: post and deepnorm
+//                   the sums x + F(x) (alpha x + F(x)) entering ln1, ln2; pre and peri the stream entering
+//                   ln1, ln2 and ln_f (peri's output norms LNa, LNm are not traced); rezero has none
+//   LN gain         |dL/d input| / |dL/d output| of the same LNs, measured from the backward pass (only
+//                   the part of dL/d input that came through the LN, not through a skip path); the
+//                   Jacobian above predicts at most about |g|/sigma, printed beside it as 1/RMS(input)
+//   output move     RMS over the probe batch of logits(after update t) - logits(before update t), on a
+//                   fixed held-out probe batch
+//
+// The defaults are the warmup grid's model and corpus (6 layers, d 32, the Markov corpus, Adam(0.9, 0.98))
+// at lr 1e-2: in warmup's default grid the smallest learning rate at which Post-LN without warmup ends
+// stuck at the unigram loss while 100 warmup steps let it train, and Pre-LN trains either way.
+//
+//   build/bin/dynamics                                         defaults: post and pre, lr 1e-2
+//   build/bin/dynamics --placements post,pre,deepnorm --lr 3e-3 --steps 500 --seeds 3
+#include <malloc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+#include "engine/engine.hpp"
+#include "experiments/common/options.hpp"
+#include "experiments/common/report.hpp"
+#include "experiments/common/run.hpp"
+#include "experiments/common/training.hpp"
+#include "nn/optim.hpp"
+#include "nn/transformer_lm.hpp"
+
+extern "C" void openblas_set_num_threads(int);
+
+using namespace gs;
+using namespace gs::experiments;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct DynamicsOptions {
+  std::vector<std::string> placements = {"post", "pre"};
+  std::vector<std::size_t> warmups = {0, 100};
+  double lr = 1e-2;
+  std::size_t steps = 300;
+  std::size_t early = 10;  // link (1): the "first steps" window
+  std::size_t eval_batches = 20;
+  double clip = 0.0;
+  double margin = 0.05;
+  std::string text;  // empty: the Markov corpus
+  unsigned jobs = 2;
+};
+
+// ---- measurements of one step ----
+
+double rms(const Array& x) { return norm(x) / std::sqrt(static_cast<double>(std::max<std::size_t>(1, x.size()))); }
+
+// An LN of the residual stream: the handles of its input and output on the current tape.
+struct LnSite {
+  std::string name;
+  Var in, out;
+};
+
+// The LNs whose input is the residual stream (see the header), after a forward pass.
+std::vector<LnSite> ln_sites(const nn::TransformerLM& model) {
+  std::vector<LnSite> sites;
+  for (const auto& block : model.blocks) {
+    const nn::BlockTrace& t = block->last;
+    const std::string b = "b" + std::to_string(block->index);
+    switch (block->placement) {
+      case nn::Placement::post:
+      case nn::Placement::deepnorm:
+        sites.push_back({b + ".ln1", t.attn_sum, t.mid});
+        sites.push_back({b + ".ln2", t.mlp_sum, t.output});
+        break;
+      case nn::Placement::pre:
+      case nn::Placement::peri:
+        sites.push_back({b + ".ln1", t.input, t.attn_in});
+        sites.push_back({b + ".ln2", t.mid, t.mlp_in});
+        break;
+      case nn::Placement::rezero:
+        break;
+    }
+  }
+  if (model.has_final_norm()) sites.push_back({"ln_f", model.blocks.back()->last.output, model.last.final_norm});
+  return sites;
+}
+
+// Parameter groups: 0 the input embedding, 1..L the blocks, L+1 the output (ln_f, head).
+std::size_t layer_group(const std::string& name, std::size_t layers) {
+  if (name.rfind("tok_emb.", 0) == 0 || name.rfind("pos_emb.", 0) == 0) return 0;
+  if (name.rfind("blocks.", 0) == 0) return 1 + std::stoul(name.substr(7));
+  return layers + 1;
+}
+
+std::vector<std::string> layer_names(std::size_t layers) {
+  std::vector<std::string> names = {"emb"};
+  for (std::size_t i = 0; i < layers; ++i) names.push_back("block" + std::to_string(i));
+  names.push_back("out");
+  return names;
+}
+
+// |dL/dW| of each group: sqrt of the sum of the squared gradients of its parameters.
+std::vector<double> layer_grad_norms(const nn::TransformerLM& model) {
+  const std::size_t L = model.config.layers;
+  std::vector<double> sq(L + 2, 0.0);
+  for (const nn::NamedParameter& p : model.named_parameters()) {
+    const double n = norm(p.parameter.grad());
+    sq[layer_group(p.name, L)] += n * n;
+  }
+  for (double& s : sq) s = std::sqrt(s);
+  return sq;
+}
+
+// The logits on the probe batch, with the model as it is now.
+Array probe_logits(nn::TransformerLM& model, const nn::Batch& probe) {
+  Tape& tape = Tape::current();
+  NoGradScope no_grad(tape);
+  tape.reset();
+  Array logits = model.logits(probe.inputs).value();
+  tape.reset();
+  return logits;
+}
+
+struct StepRecord {
+  double loss = NAN, lr = NAN, grad_norm = NAN, output_move = NAN;
+  std::vector<double> layer_grad;  // [emb, block 0..L-1, out]
+  std::vector<double> ln_rms;      // per LN site
+  std::vector<double> ln_gain;     // |dL/d in| / |dL/d out| per LN site
+};
+
+// |dL/dx| of the part of x's gradient that came back through the LN alone: in pre and peri the
+// stream x also gets gradient through the skip path, which is not the LN's doing. Needs the tape's
+// keep_contributions (the fused LN is one tape entry, so its output's index is the sender).
+double through_ln(const LnSite& s) {
+  double sq = 0.0;
+  for (const Contribution& c : s.in.entry().contributions)
+    if (c.from == s.out.index()) sq += norm(c.grad) * norm(c.grad);
+  return std::sqrt(sq);
+}
+
+// What the forward and backward pass of this step left on the tape.
+void read_tape(const nn::TransformerLM& model, StepRecord& r) {
+  r.layer_grad = layer_grad_norms(model);
+  for (const LnSite& s : ln_sites(model)) {
+    r.ln_rms.push_back(rms(s.in.value()));
+    r.ln_gain.push_back(through_ln(s) / norm(s.out.grad()));
+  }
+}
+
+// ---- one run ----
+
+struct RunKey {
+  std::string placement;
+  std::size_t warmup;
+  auto operator<=>(const RunKey&) const = default;
+};
+
+struct RunTrace {
+  std::vector<StepRecord> steps;  // ends at the first NaN/Inf loss
+  double final_loss = NAN;        // held-out, after the last step
+  Verdict verdict = Verdict::diverged;
+};
+
+RunTrace run_one(const RunKey& key, unsigned seed, const Corpus& corpus, const ModelOptions& mo,
+                 const DynamicsOptions& o, const std::function<void(const StepRecord&)>& tick) {
+  ModelOptions m = mo;
+  m.placement = key.placement;
+  m.vocab = corpus.data.vocab();
+  m.seed = seed;
+  nn::TransformerLM model(m.config());
+  nn::Adam adam(model.named_parameters(), nn::AdamOptions{0.9, 0.98, 1e-8, 0.0, false});
+  const nn::Schedule schedule{nn::ScheduleKind::warmup, o.lr, key.warmup, o.steps, 0.1};
+  std::mt19937_64 probe_rng = stream(seed, 0, probe_stream);
+  const nn::Batch probe = corpus.data.batch(nn::Split::validation, m.batch, m.seq, probe_rng);
+  Tape::current().keep_contributions = true;  // for through_ln (this thread's tape)
+  Array before = probe_logits(model, probe);
+  RunTrace run;
+  for (std::size_t step = 0; step < o.steps; ++step) {
+    StepRecord r;
+    r.loss = forward_backward(model, training_batch(corpus.data, m.batch, m.seq, seed, step));
+    if (!std::isfinite(r.loss)) break;
+    read_tape(model, r);
+    const Update u = apply_update(adam, schedule, step, o.clip);
+    r.lr = u.lr;
+    r.grad_norm = u.grad_norm;
+    Array after = probe_logits(model, probe);
+    r.output_move = rms(after - before);
+    before = std::move(after);
+    tick(r);
+    run.steps.push_back(std::move(r));
+  }
+  Tape::current().keep_contributions = false;
+  if (run.steps.size() == o.steps) run.final_loss = evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, seed);
+  run.verdict = verdict_of(run.final_loss, Thresholds{corpus.uniform, corpus.unigram, o.margin});
+  return run;
+}
+
+using Runs = std::map<RunKey, std::vector<RunTrace>>;  // one trace per seed
+
+Runs run_all(const Corpus& corpus, const ModelOptions& mo, const DynamicsOptions& o, std::size_t seeds) {
+  std::vector<std::pair<RunKey, unsigned>> specs;
+  for (const std::string& p : o.placements)
+    for (std::size_t w : o.warmups)
+      for (std::size_t s = 0; s < seeds; ++s) specs.push_back({{p, w}, mo.seed + static_cast<unsigned>(s)});
+  std::vector<RunTrace> traces(specs.size());
+  ProgressBar bar(specs.size() * o.steps);
+  std::mutex mutex;
+  std::size_t done = 0;
+  const auto start = Clock::now();
+  auto tick = [&](const StepRecord& r) {
+    std::lock_guard<std::mutex> lock(mutex);
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    ++done;
+    bar.update(done, r.loss, r.lr, r.grad_norm,
+               static_cast<double>(done * mo.batch * mo.seq) / std::max(seconds, 1e-9));
+  };
+  parallel_for(specs.size(), o.jobs,
+               [&](std::size_t i) { traces[i] = run_one(specs[i].first, specs[i].second, corpus, mo, o, tick); });
+  bar.finish();
+  Runs runs;
+  for (std::size_t i = 0; i < specs.size(); ++i) runs[specs[i].first].push_back(std::move(traces[i]));
+  return runs;
+}
+
+// ---- summaries: one number per link of the chain ----
+
+// A per-step quantity, read from a step record.
+using Field = std::function<double(const StepRecord&)>;
+
+double mean_of(const std::vector<double>& v) {
+  double s = 0.0;
+  for (double x : v) s += x;
+  return v.empty() ? NAN : s / static_cast<double>(v.size());
+}
+
+// The mean over the run's LN sites (NaN for rezero, which has none).
+const Field ln_rms = [](const StepRecord& r) { return mean_of(r.ln_rms); };
+const Field ln_gain = [](const StepRecord& r) { return mean_of(r.ln_gain); };
+const Field inv_rms = [](const StepRecord& r) {
+  std::vector<double> inv;
+  for (double x : r.ln_rms) inv.push_back(1.0 / x);
+  return mean_of(inv);
+};
+// The gradient norm of the lowest block (or of the embedding) over that of the top block.
+const Field grad_ratio = [](const StepRecord& r) { return r.layer_grad[1] / r.layer_grad[r.layer_grad.size() - 2]; };
+const Field emb_ratio = [](const StepRecord& r) {
+  return r.layer_grad.front() / r.layer_grad[r.layer_grad.size() - 2];
+};
+const Field output_move = [](const StepRecord& r) { return r.output_move; };
+const Field train_loss = [](const StepRecord& r) { return r.loss; };
+
+// A number from one seed's run; NaN where the run did not get far enough.
+using Measure = std::function<double(const RunTrace&)>;
+
+// f at step t (1-based).
+Measure at(std::size_t t, Field f) {
+  return [=](const RunTrace& run) -> double { return t >= 1 && t <= run.steps.size() ? f(run.steps[t - 1]) : NAN; };
+}
+// The max of f over steps 1..t.
+Measure max_to(std::size_t t, Field f) {
+  return [=](const RunTrace& run) -> double {
+    double m = NAN;
+    for (std::size_t i = 0; i < std::min(t, run.steps.size()); ++i)
+      m = std::isnan(m) ? f(run.steps[i]) : std::max(m, f(run.steps[i]));
+    return m;
+  };
+}
+Measure min_to(std::size_t t, Field f) {
+  const Measure neg = max_to(t, [f](const StepRecord& r) { return -f(r); });
+  return [neg](const RunTrace& run) { return -neg(run); };
+}
+// The mean of f over the last n of `steps` steps, for a run that got to the end.
+Measure last(std::size_t n, std::size_t steps, Field f) {
+  return [=](const RunTrace& run) -> double {
+    if (run.steps.size() < steps) return NAN;
+    double s = 0.0;
+    for (std::size_t i = steps - n; i < steps; ++i) s += f(run.steps[i]);
+    return s / static_cast<double>(n);
+  };
+}
+Measure ratio(Measure a, Measure b) {
+  return [=](const RunTrace& run) -> double { return a(run) / b(run); };
+}
+
+// The statistic of a measure over the seeds of one run ("-" if it does not apply, e.g. rezero's LNs).
+std::string over_seeds(const std::vector<RunTrace>& traces, const Measure& m, int digits = 3) {
+  std::vector<double> v;
+  for (const RunTrace& t : traces) v.push_back(m(t));
+  if (std::all_of(v.begin(), v.end(), [](double x) { return std::isnan(x); })) return "-";
+  return fmt(stat_of(v), digits);
+}
+
+std::string run_label(const RunKey& k) { return k.placement + ", warmup " + std::to_string(k.warmup); }
+
+std::string verdicts(const std::vector<RunTrace>& traces) {
+  std::map<Verdict, std::size_t> count;
+  for (const RunTrace& t : traces) ++count[t.verdict];
+  std::string text;
+  for (const auto& [v, n] : count) {
+    if (!text.empty()) text += ", ";
+    if (count.size() > 1) text += std::to_string(n) + " ";
+    text += to_string(v);
+  }
+  return text;
+}
+
+// A table with a row per run and a column per measure (then the verdicts, if asked); printed, and
+// written as DIR/NAME.csv.
+void emit(const Runs& runs, const std::string& heading, std::vector<std::string> columns,
+          const std::vector<Measure>& measures, const std::filesystem::path& dir, const std::string& name,
+          int digits = 3, bool with_verdicts = false) {
+  columns.insert(columns.begin(), "run");
+  if (with_verdicts) columns.push_back("verdict");
+  Table t(columns);
+  for (const auto& [k, tr] : runs) {
+    std::vector<std::string> row = {run_label(k)};
+    for (const Measure& m : measures) row.push_back(over_seeds(tr, m, digits));
+    if (with_verdicts) row.push_back(verdicts(tr));
+    t.add_row(row);
+  }
+  std::printf("\n%s\n\n%s", heading.c_str(), t.to_text().c_str());
+  t.write_csv(dir / (name + ".csv"));
+}
+
+void link_tables(const Runs& runs, const Corpus& corpus, const DynamicsOptions& o, const std::filesystem::path& dir) {
+  const std::size_t n = o.steps, e = std::min(o.early, n), k = std::max<std::size_t>(1, n / 10);
+  const std::string early = "steps 1-" + std::to_string(e), end = "last " + std::to_string(k);
+
+  emit(runs, "link 1, a large early update: RMS change of the probe logits per update",
+       {"move step 1", "max move " + early, "max move, all steps", "move " + end},
+       {at(1, output_move), max_to(e, output_move), max_to(n, output_move), last(k, n, output_move)}, dir,
+       "link1_output_move");
+
+  emit(runs, "link 2, LN inputs grow: RMS of the LN inputs (mean over the LNs)",
+       {"LN-in RMS step 1", "step " + std::to_string(e), "max", "growth max/step1", end},
+       {at(1, ln_rms), at(e, ln_rms), max_to(n, ln_rms), ratio(max_to(n, ln_rms), at(1, ln_rms)), last(k, n, ln_rms)},
+       dir, "link2_ln_input_rms");
+
+  emit(runs,
+       "link 3, gradients vanish: |dL/dW| of the lowest block (and of the embedding) over the top block's; measured "
+       "LN gain |dL/d in|/|dL/d out| (mean over the LNs) beside the Jacobian's 1/RMS(input)",
+       {"block0/top step 1", "block0/top " + end, "min block0/top", "emb/top step 1", "emb/top " + end,
+        "LN gain step 1", "1/RMS step 1", "LN gain " + end, "1/RMS " + end},
+       {at(1, grad_ratio), last(k, n, grad_ratio), min_to(n, grad_ratio), at(1, emb_ratio), last(k, n, emb_ratio),
+        at(1, ln_gain), at(1, inv_rms), last(k, n, ln_gain), last(k, n, inv_rms)},
+       dir, "link3_gradients");
+
+  const Measure held_out = [](const RunTrace& r) { return r.final_loss; };
+  const Measure minus_uniform = [&](const RunTrace& r) { return r.final_loss - corpus.uniform; };
+  const Measure minus_unigram = [&](const RunTrace& r) { return r.final_loss - corpus.unigram; };
+  emit(runs,
+       "link 4, stuck near the uniform loss: log V = " + fmt(corpus.uniform) + ", unigram H1 = " + fmt(corpus.unigram) +
+           (std::isnan(corpus.floor) ? "" : ", entropy-rate floor " + fmt(corpus.floor)) +
+           "; verdict: diverged above log V + " + fmt(o.margin) + ", stuck above H1 - " + fmt(o.margin),
+       {"train loss step 1", "train loss " + end, "held-out loss", "- log V", "- H1"},
+       {at(1, train_loss), last(k, n, train_loss), held_out, minus_uniform, minus_unigram}, dir, "link4_loss", 4, true);
+}
+
+// ---- per-step CSV and plots ----
+
+// f per step averaged over the seeds, up to the shortest seed's run.
+Series mean_curve(const std::vector<RunTrace>& traces, const Field& f, std::string title) {
+  std::size_t len = traces.front().steps.size();
+  for (const RunTrace& t : traces) len = std::min(len, t.steps.size());
+  Series s{std::move(title), {}, {}, {}};
+  for (std::size_t i = 0; i < len; ++i) {
+    double sum = 0.0;
+    for (const RunTrace& t : traces) sum += f(t.steps[i]);
+    s.x.push_back(static_cast<double>(i + 1));
+    s.y.push_back(sum / static_cast<double>(traces.size()));
+  }
+  return s;
+}
+
+void draw_runs(const Runs& runs, const Field& f, const std::string& title, const std::string& ylabel, bool log_y,
+               const std::filesystem::path& dir, const std::string& name, std::vector<Series> extra = {}) {
+  Plot plot{title, "step", ylabel, false, log_y, {}};
+  for (const auto& [k, tr] : runs) {
+    Series s = mean_curve(tr, f, run_label(k));
+    if (!s.x.empty() && !std::isnan(s.y.front())) plot.series.push_back(std::move(s));  // rezero has no LN
+  }
+  for (Series& s : extra)
+    if (!s.x.empty()) plot.series.push_back(std::move(s));
+  if (!plot.series.empty()) draw(plot, dir, name);  // e.g. no LN plot when every run is rezero
+}
+
+std::string file_label(const RunKey& k) { return k.placement + "_w" + std::to_string(k.warmup); }
+
+// Per run: the gradient norm of every layer, and the input RMS of every LN, against the step.
+void draw_per_run(const RunKey& k, const std::vector<RunTrace>& tr, std::size_t layers,
+                  const std::vector<std::string>& ln_names, const std::filesystem::path& dir) {
+  const std::vector<std::string> names = layer_names(layers);
+  if (mean_curve(tr, ln_rms, "").x.empty()) return;  // a seed diverged at step 1: nothing to draw
+  Plot grads{run_label(k) + ": |dL/dW| per layer", "step", "gradient norm (log scale)", false, true, {}};
+  for (std::size_t j = 0; j < names.size(); ++j)
+    grads.series.push_back(mean_curve(
+        tr, [j](const StepRecord& r) { return r.layer_grad[j]; }, names[j]));
+  draw(grads, dir, "grads_" + file_label(k));
+  if (ln_names.empty()) return;
+  Plot ln{run_label(k) + ": RMS of each LN's input", "step", "RMS (log scale)", false, true, {}};
+  for (std::size_t j = 0; j < ln_names.size(); ++j)
+    ln.series.push_back(mean_curve(
+        tr, [j](const StepRecord& r) { return r.ln_rms[j]; }, ln_names[j]));
+  draw(ln, dir, "ln_input_" + file_label(k));
+}
+
+std::vector<std::string> ln_names_of(const ModelOptions& mo, const std::string& placement) {
+  ModelOptions m = mo;
+  m.placement = placement;
+  m.layers = mo.layers;
+  nn::TransformerLM model(m.config());
+  IndexArray ids = IndexArray::from_shape({1, 1});
+  ids(0, 0) = 0;
+  Tape::current().reset();
+  model.logits(ids);
+  std::vector<std::string> names;
+  for (const LnSite& s : ln_sites(model)) names.push_back(s.name);
+  Tape::current().reset();
+  return names;
+}
+
+// steps.csv: one row per (run, seed, step) with every measurement.
+void write_steps_csv(const Runs& runs, const ModelOptions& mo, unsigned seed0, const std::filesystem::path& dir) {
+  std::size_t max_ln = 0;
+  std::vector<std::string> ln_cols;
+  for (const auto& [k, tr] : runs) {
+    const std::vector<std::string> names = ln_names_of(mo, k.placement);
+    if (names.size() > max_ln) max_ln = names.size(), ln_cols = names;
+  }
+  std::vector<std::string> cols = {"placement", "warmup", "seed", "step", "loss", "lr", "grad_norm", "output_move"};
+  for (const std::string& n : layer_names(mo.layers)) cols.push_back("grad_" + n);
+  for (const std::string& n : ln_cols) cols.push_back("ln_in_rms_" + n);
+  for (const std::string& n : ln_cols) cols.push_back("ln_gain_" + n);
+  Table t(cols);
+  for (const auto& [k, tr] : runs)
+    for (std::size_t s = 0; s < tr.size(); ++s)
+      for (std::size_t i = 0; i < tr[s].steps.size(); ++i) {
+        const StepRecord& r = tr[s].steps[i];
+        std::vector<std::string> row = {k.placement,           std::to_string(k.warmup), std::to_string(seed0 + s),
+                                        std::to_string(i + 1), fmt(r.loss, 7),           fmt(r.lr, 7),
+                                        fmt(r.grad_norm, 7),   fmt(r.output_move, 7)};
+        for (double g : r.layer_grad) row.push_back(fmt(g, 7));
+        for (std::size_t j = 0; j < max_ln; ++j) row.push_back(j < r.ln_rms.size() ? fmt(r.ln_rms[j], 7) : "");
+        for (std::size_t j = 0; j < max_ln; ++j) row.push_back(j < r.ln_gain.size() ? fmt(r.ln_gain[j], 7) : "");
+        t.add_row(row);
+      }
+  t.write_csv(dir / "steps.csv");
+}
+
+void plots(const Runs& runs, const Corpus& corpus, const ModelOptions& mo, const DynamicsOptions& o,
+           const std::filesystem::path& dir) {
+  const double n = static_cast<double>(o.steps);
+  draw_runs(runs, train_loss, "training loss", "loss (nats)", false, dir, "loss",
+            {Series{"uniform log V", {1, n}, {corpus.uniform, corpus.uniform}, {}},
+             Series{"unigram H1", {1, n}, {corpus.unigram, corpus.unigram}, {}}});
+  draw_runs(runs, output_move, "output move: RMS change of the probe logits per update", "RMS change (log scale)", true,
+            dir, "output_move");
+  draw_runs(runs, ln_rms, "RMS of the LN inputs, mean over the LNs", "RMS (log scale)", true, dir, "ln_input_rms");
+  draw_runs(runs, grad_ratio, "|dL/dW| of block 0 over |dL/dW| of the top block", "ratio (log scale)", true, dir,
+            "grad_ratio");
+  std::vector<Series> predicted;
+  for (const auto& [k, tr] : runs)
+    if (!tr.front().steps.empty() && !tr.front().steps.front().ln_rms.empty())
+      predicted.push_back(mean_curve(tr, inv_rms, run_label(k) + ": 1/RMS(input)"));
+  draw_runs(runs, ln_gain, "LN gain |dL/d in|/|dL/d out| and 1/RMS(input), mean over the LNs",
+            "gain (log scale)", true, dir, "ln_gain", predicted);
+  for (const auto& [k, tr] : runs) draw_per_run(k, tr, mo.layers, ln_names_of(mo, k.placement), dir);
+}
+
+void add_dynamics_options(CLI::App& app, DynamicsOptions& o) {
+  app.add_option("--placements", o.placements, "placements to train (comma-separated)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"post", "pre", "peri", "sandwich", "deepnorm", "rezero"}))
+      ->capture_default_str();
+  app.add_option("--warmups", o.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--lr", o.lr, "peak learning rate (Adam(0.9, 0.98); constant after the warmup)")
+      ->capture_default_str();
+  app.add_option("--steps", o.steps, "training steps recorded")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--early", o.early, "link 1: the max output move is taken over steps 1..early")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--eval-batches", o.eval_batches, "held-out batches averaged for the final loss")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--clip", o.clip, "clip the global gradient norm to this (0: no clipping)")->capture_default_str();
+  app.add_option("--margin", o.margin, "verdict margin in nats (as in warmup)")->capture_default_str();
+  app.add_option("--text", o.text, "train on this text file's characters instead of the Markov corpus")
+      ->check(CLI::ExistingFile);
+  app.add_option("--jobs", o.jobs, "runs trained in parallel threads (results do not depend on it)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  openblas_set_num_threads(1);
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);  // as in train: keep freed step memory in the process
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+
+  CLI::App app{
+      "Training dynamics of the first steps, per placement, with and without warmup: per-layer gradient "
+      "norms, LN input RMS, LN gradient gain, output move per update, loss; checked link by link against "
+      "Wang et al. 2022's account of the Post-LN failure."};
+  ModelOptions mo;  // the warmup grid's model
+  mo.vocab = 16;
+  mo.layers = 6;
+  mo.d_model = 32;
+  mo.heads = 2;
+  mo.seq = 16;
+  mo.batch = 16;
+  add_model_options(app, mo);
+  RunOptions ro;
+  ro.out = "out/dynamics";
+  ro.seeds = 3;
+  add_run_options(app, ro);
+  DynamicsOptions o;
+  add_dynamics_options(app, o);
+  app.get_option("--placement")->description("the placement of the --dump model (the runs use --placements)");
+  app.get_option("--dump")->description(
+      "write the model of --placement at init (Markov vocab) with its gradients on "
+      "one fresh batch to this directory");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const auto start = Clock::now();
+    MarkovCorpusOptions co;
+    co.vocab = mo.vocab;
+    co.seed = mo.seed;
+    const Corpus corpus = o.text.empty() ? markov_corpus(co, mo.seq) : text_corpus(o.text);
+    std::printf(
+        "dynamics: %s (vocab %zu); layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; Adam(0.9, 0.98), "
+        "lr %g, linear warmup then constant, clip %s; %zu steps; seeds %u..%zu\n",
+        corpus.name.c_str(), corpus.data.vocab(), mo.layers, mo.d_model, mo.heads, mo.batch, mo.seq, o.lr,
+        o.clip > 0 ? fmt(o.clip).c_str() : "off", o.steps, mo.seed, mo.seed + ro.seeds - 1);
+    std::printf(
+        "each number: mean ± std over the seeds; 'step t' = the t-th update, 'last N' = mean over the last N steps\n");
+    std::fflush(stdout);
+    const Runs runs = run_all(corpus, mo, o, ro.seeds);
+    const std::filesystem::path dir = ro.out;
+    std::filesystem::create_directories(dir);
+    link_tables(runs, corpus, o, dir);
+    write_steps_csv(runs, mo, mo.seed, dir);
+    plots(runs, corpus, mo, o, dir);
+    std::printf(
+        "\nwrote %s: steps.csv, link{1..4}_*.csv; plots loss, output_move, ln_input_rms, grad_ratio, ln_gain, "
+        "grads_<run>, ln_input_<run> (.png, .svg)\ntime: %.1f s\n",
+        dir.string().c_str(), std::chrono::duration<double>(Clock::now() - start).count());
+    if (!ro.dump.empty()) {
+      nn::TransformerLM model(mo.config());
+      dump_model(ro.dump, model, mo.batch, mo.seq, mo.seed);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dynamics: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
