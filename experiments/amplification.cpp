@@ -48,8 +48,6 @@
 #include "nn/init.hpp"
 #include "nn/transformer_lm.hpp"
 
-extern "C" void openblas_set_num_threads(int);
-
 using namespace gs;
 using namespace gs::experiments;
 
@@ -367,7 +365,7 @@ void report(const Results& r, const ModelOptions& mo, const RunOptions& ro, cons
 }  // namespace
 
 int main(int argc, char** argv) {
-  openblas_set_num_threads(1);
+  setup_process();
   CLI::App app{"How far the output of a model at init moves under a small perturbation of its parameters, vs depth "
                "and placement (Liu et al. 2020's amplification effect)."};
   ModelOptions mo;

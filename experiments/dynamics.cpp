@@ -28,8 +28,6 @@
 //
 //   build/bin/dynamics                                         defaults: post and pre, lr 1e-2
 //   build/bin/dynamics --placements post,pre,deepnorm --lr 3e-3 --steps 500 --seeds 3
-#include <malloc.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -44,8 +42,6 @@
 #include "experiments/common/training.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
-
-extern "C" void openblas_set_num_threads(int);
 
 using namespace gs;
 using namespace gs::experiments;
@@ -512,21 +508,13 @@ void add_dynamics_options(CLI::App& app, DynamicsOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  openblas_set_num_threads(1);
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);  // as in train: keep freed step memory in the process
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  setup_process();
 
   CLI::App app{
       "Training dynamics of the first steps, per placement, with and without warmup: per-layer gradient "
       "norms, LN input RMS, LN gradient gain, output move per update, loss; checked link by link against "
       "Wang et al. 2022's account of the Post-LN failure."};
-  ModelOptions mo;  // the warmup grid's model
-  mo.vocab = 16;
-  mo.layers = 6;
-  mo.d_model = 32;
-  mo.heads = 2;
-  mo.seq = 16;
-  mo.batch = 16;
+  ModelOptions mo = stability_model();
   add_model_options(app, mo);
   RunOptions ro;
   ro.out = "out/dynamics";

@@ -34,8 +34,6 @@
 #include "experiments/common/run.hpp"
 #include "nn/transformer_lm.hpp"
 
-extern "C" void openblas_set_num_threads(int);
-
 using namespace gs;
 using namespace gs::experiments;
 
@@ -367,7 +365,7 @@ void report(const std::map<Key, Runs>& runs, const ModelOptions& mo, const RunOp
 }  // namespace
 
 int main(int argc, char** argv) {
-  openblas_set_num_threads(1);
+  setup_process();
   CLI::App app{"Gradient norms at initialization per layer, parameter group and placement, and the last block's "
                "FFN gradient vs depth (Xiong et al. 2020, Theorem 1)."};
   ModelOptions mo;

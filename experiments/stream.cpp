@@ -21,8 +21,6 @@
 // mean and std over seeds), stream_summary.csv, and plots per depth L: stream_rms_L*, grad_L*,
 // grad_ratio_L* (every placement) and split_<placement>_L* (total, identity and branch parts).
 // --dump DIR writes DIR/<placement>-L<depth>/ (nn/dump.hpp) for the first seed's model of each.
-#include <malloc.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -40,8 +38,6 @@
 #include "nn/optim.hpp"
 #include "nn/schedule.hpp"
 #include "nn/transformer_lm.hpp"
-
-extern "C" void openblas_set_num_threads(int);
 
 using namespace gs;
 using namespace gs::experiments;
@@ -200,15 +196,11 @@ Series series_of(const std::string& title, const Runs& runs, std::vector<double>
   return s;
 }
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
 }  // namespace
 
 int main(int argc, char** argv) {
   const auto program_start = Clock::now();
-  openblas_set_num_threads(1);
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  setup_process();
 
   CLI::App app{"stream: the residual stream's norm after every sublayer, and the gradient at every stream "
                "position split into its identity (skip) and branch parts, per placement and depth."};

@@ -7,8 +7,6 @@
 //
 // Every step draws its batch from an RNG seeded by (seed, step), so a resumed run sees exactly the
 // batches the uninterrupted run would have seen, and ends with the same weights.
-#include <malloc.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +17,7 @@
 
 #include "engine/engine.hpp"
 #include "experiments/common/options.hpp"
+#include "experiments/common/run.hpp"
 #include "experiments/common/training.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/config_json.hpp"
@@ -28,8 +27,6 @@
 #include "nn/optim.hpp"
 #include "nn/schedule.hpp"
 #include "nn/transformer_lm.hpp"
-
-extern "C" void openblas_set_num_threads(int);
 
 using namespace gs;
 using Clock = std::chrono::steady_clock;
@@ -91,18 +88,11 @@ std::string compact(double x) {
   return buf;
 }
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
 }  // namespace
 
 int main(int argc, char** argv) {
   const auto program_start = Clock::now();
-  openblas_set_num_threads(1);
-  // Every step allocates and frees the same few megabytes of arrays. Keep freed memory in the process
-  // (no trimming, no mmap for large blocks) rather than returning it to the kernel and page-faulting
-  // it back in on the next step.
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  experiments::setup_process();
 
   CLI::App app{"Trains a TransformerLM on a Markov corpus (default) or a text file's characters."};
   experiments::ModelOptions model_options;
@@ -255,7 +245,7 @@ int main(int argc, char** argv) {
       if (!r.finite()) throw Error("the loss is " + std::to_string(loss) + " at step " + std::to_string(step));
       const double grad_norm = r.grad_norm, lr = r.lr;
 
-      const double step_seconds = seconds_since(step_start);
+      const double step_seconds = experiments::seconds_since(step_start);
       stepping_seconds += step_seconds;  // excludes evaluations
       const double tokens_per_s = static_cast<double>(B * T) / step_seconds;
       const double mean_tokens_per_s = static_cast<double>((step + 1 - start) * B * T) / stepping_seconds;
@@ -271,14 +261,14 @@ int main(int argc, char** argv) {
     }
     progress.finish();
     tape.reset();
-    const double train_seconds = seconds_since(train_start);
+    const double train_seconds = experiments::seconds_since(train_start);
 
     // The result: validation loss averaged over eval_batches batches, against the floor.
     const double val = evaluate(model, *data, B, T, o.eval_batches, seed);
     if (eval_csv) eval_csv->row({static_cast<double>(o.steps), val});
     std::printf("final: validation loss %.4f (mean of %zu batches of %zux%zu)", val, o.eval_batches, B, T);
     if (!std::isnan(floor)) std::printf(", entropy-rate floor %.4f, gap %.4f nats", floor, val - floor);
-    std::printf("\n       training %.1f s, total %.1f s\n", train_seconds, seconds_since(program_start));
+    std::printf("\n       training %.1f s, total %.1f s\n", train_seconds, experiments::seconds_since(program_start));
 
     if (!o.save.empty()) {
       nn::save_checkpoint(o.save, model, config, std::max(start, o.steps), optimizer.get(), record);

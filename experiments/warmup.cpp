@@ -17,8 +17,6 @@
 //
 //   build/bin/warmup                                          the default grid (a few minutes, 2 cores)
 //   build/bin/warmup --placements post,pre --lrs 1e-3,1e-2 --datasets markov --seeds 3
-#include <malloc.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -34,8 +32,6 @@
 #include "experiments/common/training.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
-
-extern "C" void openblas_set_num_threads(int);
 
 using namespace gs;
 using namespace gs::experiments;
@@ -382,22 +378,14 @@ std::vector<Corpus> load_corpora(const GridOptions& go, const ModelOptions& mo) 
 }  // namespace
 
 int main(int argc, char** argv) {
-  openblas_set_num_threads(1);
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);  // as in train: keep freed step memory in the process
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  setup_process();
 
   CLI::App app{
       "Training-stability grid: placements x learning rates x warmup, Adam(0.9, 0.98), on a Markov corpus "
       "and a text file; final held-out loss and a diverged/stuck/trained verdict per run.\n"
       "Verdicts: diverged = NaN/Inf or final loss > log V + margin; stuck = final loss > H1 - margin (H1: "
       "the corpus's unigram entropy, what a model ignoring the context reaches); trained = below that."};
-  ModelOptions mo;
-  mo.vocab = 16;
-  mo.layers = 6;
-  mo.d_model = 32;
-  mo.heads = 2;
-  mo.seq = 16;
-  mo.batch = 16;
+  ModelOptions mo = stability_model();
   add_model_options(app, mo);
   RunOptions ro;
   ro.out = "out/warmup";

@@ -26,6 +26,17 @@ nn::ModelConfig ModelOptions::config() const {
   return c;
 }
 
+ModelOptions stability_model() {
+  ModelOptions o;
+  o.vocab = 16;
+  o.layers = 6;
+  o.d_model = 32;
+  o.heads = 2;
+  o.seq = 16;
+  o.batch = 16;
+  return o;
+}
+
 void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--placement", o.placement, "normalization placement: post, pre, peri (sandwich), deepnorm, rezero")
       ->check(CLI::IsMember({"post", "pre", "peri", "sandwich", "deepnorm", "rezero"}))

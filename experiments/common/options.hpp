@@ -32,6 +32,10 @@ struct ModelOptions {
   nn::ModelConfig config() const;  // context = seq; placement and init parsed
 };
 
+// The model that warmup and dynamics train: vocab 16, 6 layers, d 32, 2 heads, B 16, T 16 -- deep
+// enough for Post-LN's trouble to show, small enough for an 80-run grid in a few minutes.
+ModelOptions stability_model();
+
 // Adds --placement --layers --d-model --heads --d-ff --seq --batch --vocab --seed --init, writing into
 // `options`, their current values shown as defaults.
 void add_model_options(CLI::App& app, ModelOptions& options);

@@ -1,12 +1,26 @@
 #include "experiments/common/run.hpp"
 
+#include <malloc.h>
+
 #include <cstdio>
 #include <random>
 
 #include "nn/data.hpp"
 #include "nn/dump.hpp"
 
+extern "C" void openblas_set_num_threads(int);
+
 namespace gs::experiments {
+
+void setup_process() {
+  openblas_set_num_threads(1);
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);  // no mmap (and munmap) for blocks under 256 MiB
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);    // no trimming of the heap's top below 1 GiB
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 void add_run_options(CLI::App& app, RunOptions& options) {
   app.add_option("--out", options.out, "directory for the CSV files and the plots (PNG and SVG)")

@@ -2,6 +2,7 @@
 // to average, and --dump. Set the fields before add_run_options to change a binary's defaults.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +16,15 @@ struct RunOptions {
   std::size_t seeds = 3;    // --seeds N: every measurement is repeated with seeds 0..N-1 (plus --seed)
   std::string dump;         // --dump DIR: weights, gradients, batch and loss of one fresh batch
 };
+
+// What every experiment binary calls first: OpenBLAS on one thread (faster for these sizes on small
+// machines), and malloc told to keep freed memory in the process. Every training step allocates and
+// frees the same few megabytes of arrays; returning them to the kernel and page-faulting them back in
+// on the next step cost about a third of the run time.
+void setup_process();
+
+// Seconds since `start` on the steady clock.
+double seconds_since(std::chrono::steady_clock::time_point start);
 
 // Adds --out, --seeds and --dump.
 void add_run_options(CLI::App& app, RunOptions& options);
