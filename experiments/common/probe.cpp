@@ -8,25 +8,13 @@
 #include <limits>
 
 #include "engine/tape.hpp"
+#include "experiments/common/run.hpp"
 
 namespace gs::experiments {
 
 std::vector<std::string> all_placements() { return {"post", "pre", "peri", "deepnorm", "rezero"}; }
 
 // ---- MarkovBatches ----
-
-namespace {
-
-// The corpus of run.cpp's dump_model, built the same way (keep the two in step).
-nn::Dataset dump_corpus(std::size_t vocab, std::size_t batch, std::size_t seq, unsigned seed) {
-  nn::MarkovOptions mo;
-  mo.vocab = vocab;
-  mo.seed = seed;
-  const nn::MarkovChain chain(mo);
-  return nn::markov_dataset(chain, 4 * batch * (seq + 1) + 1024, 2 * (seq + 1), seed);
-}
-
-}  // namespace
 
 MarkovBatches::MarkovBatches(std::size_t vocab, std::size_t batch, std::size_t seq, unsigned seed)
     : batch_(batch), seq_(seq), seed_(seed), data_(dump_corpus(vocab, batch, seq, seed)) {}

@@ -18,7 +18,7 @@ namespace gs::experiments {
 // The five placements, in the order the experiments print them.
 std::vector<std::string> all_placements();
 
-// Fresh (batch, seq) batches of the Markov corpus that dump_model (run.hpp) uses for `seed`: a chain
+// Fresh (batch, seq) batches of dump_corpus (run.hpp), the Markov corpus --dump uses for `seed`: a chain
 // with MarkovOptions{vocab, seed} (order 2, concentration 0.1) and a short stream drawn from it.
 // batch(0) is exactly the batch dump_model draws for that seed, so `--dump` writes the gradients of
 // the batch the measurement of that seed used; batch(j) for j > 0 are other windows of the same stream.

@@ -32,12 +32,16 @@ void add_run_options(CLI::App& app, RunOptions& options) {
                  "write weights, gradients, batch and loss of one fresh batch to this directory");
 }
 
-void dump_model(const std::string& dir, nn::TransformerLM& model, std::size_t batch, std::size_t seq, unsigned seed) {
+nn::Dataset dump_corpus(std::size_t vocab, std::size_t batch, std::size_t seq, unsigned seed) {
   nn::MarkovOptions mo;
-  mo.vocab = model.config.vocab;
+  mo.vocab = vocab;
   mo.seed = seed;
   const nn::MarkovChain chain(mo);
-  const nn::Dataset data = nn::markov_dataset(chain, 4 * batch * (seq + 1) + 1024, 2 * (seq + 1), seed);
+  return nn::markov_dataset(chain, 4 * batch * (seq + 1) + 1024, 2 * (seq + 1), seed);
+}
+
+void dump_model(const std::string& dir, nn::TransformerLM& model, std::size_t batch, std::size_t seq, unsigned seed) {
+  const nn::Dataset data = dump_corpus(model.config.vocab, batch, seq, seed);
   std::mt19937_64 rng(seed);
   const nn::Batch b = data.batch(nn::Split::train, batch, seq, rng);
   const double loss = nn::write_dump(dir, model.config, model, b, [&](const IndexArray& x, const IndexArray& y) {

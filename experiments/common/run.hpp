@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "nn/data.hpp"
 #include "nn/transformer_lm.hpp"
 
 namespace gs::experiments {
@@ -28,6 +29,10 @@ double seconds_since(std::chrono::steady_clock::time_point start);
 
 // Adds --out, --seeds and --dump.
 void add_run_options(CLI::App& app, RunOptions& options);
+
+// The Markov corpus --dump draws its batch from: a chain with MarkovOptions{vocab, seed} and a stream
+// just long enough for (batch, seq) windows. Experiments that must measure on the dumped batch use it.
+nn::Dataset dump_corpus(std::size_t vocab, std::size_t batch, std::size_t seq, unsigned seed);
 
 // For --dump: writes DIR/config.json, params/, grads/, batch/ and loss.npy (nn/dump.hpp) for `model`
 // as it is now, on one fresh (batch, seq) batch of a Markov corpus over the model's vocabulary, drawn
