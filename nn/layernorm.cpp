@@ -69,7 +69,7 @@ Var layernorm_fused(const Var& x, const Var& weight, const Var& bias, double eps
   //   dw = sum over rows of g * x_hat,   db = sum over rows of g
   return x.tape(site).record("layernorm_fused", {x, weight, bias}, std::move(y),
                              [mu, rstd, d, rows](const BackwardArgs& g) -> Grads {
-    const double n = static_cast<double>(d);
+    const double n = static_cast<double>(d);  // gdb-walkthrough: break here (docs/debugging.md)
     const double* X = g.in(0).data();
     const double* W = g.in(1).data();
     const double* G = g.grad.data();

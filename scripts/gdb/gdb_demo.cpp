@@ -1,0 +1,30 @@
+// gdb_demo: the program that docs/debugging.md steps through in gdb. Two Pre-LN residual steps on two
+// positions of width 4, a loss, and one backward pass:
+//   h = x + tanh(LN1(x) W1),   y = h + tanh(LN2(h) W2),   loss = mean(y^2)
+// Both LayerNorms are fused (one tape entry each). cmake/gdb.cmake builds this with -O0 -g in every
+// build type, so that gdb sees the same locals in the release tree (where the walkthrough's test runs)
+// as in build/debug.
+#include <cstdio>
+
+#include "engine/engine.hpp"
+#include "nn/layernorm.hpp"
+
+using namespace gs;
+
+int main() {
+  Tape& tape = Tape::current();
+  nn::LayerNorm ln1(4), ln2(4);                                       // weight ones, bias zeros
+  Array a = 0.5 * xt::sin(xt::arange<double>(1.0, 17.0));            // fixed values: every run is the same
+  Array b = 0.5 * xt::cos(xt::arange<double>(1.0, 17.0));
+  a.reshape({4, 4});
+  b.reshape({4, 4});
+  Parameter w1(a, "w1"), w2(b, "w2");                                // (4, 4) each
+
+  Var x = tape.leaf(Array{{0.5, -1.0, 2.0, 0.0}, {1.5, 0.5, -0.5, 1.0}}).named("x");  // (2, 4)
+  Var h = (x + tanh(matmul(ln1.forward(x), w1))).named("h");  // (2, 4)  the first residual add
+  Var y = (h + tanh(matmul(ln2.forward(h), w2))).named("y");  // (2, 4)  the second
+  Var loss = mean(y * y).named("loss");                        // ()
+  loss.backward();
+  std::printf("loss = %.6f\n", loss.value()());
+  return 0;
+}
