@@ -53,7 +53,7 @@ endfunction()
 add_executable(gdb_demo ${PROJECT_SOURCE_DIR}/scripts/gdb/gdb_demo.cpp ${PROJECT_SOURCE_DIR}/engine/tape.cpp
                ${PROJECT_SOURCE_DIR}/engine/var.cpp ${PROJECT_SOURCE_DIR}/nn/layernorm.cpp)
 target_link_libraries(gdb_demo PRIVATE gradscope::nn gradscope_flags)
-target_compile_options(gdb_demo PRIVATE -O0 -g)  # after the build type's -O2: the last -O wins
+target_compile_options(gdb_demo PRIVATE -O0 -g)  # after the build type's -O3: the last -O wins
 
 gradscope_link_gdb_scripts(${PROJECT_SOURCE_DIR})
 
