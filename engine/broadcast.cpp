@@ -36,6 +36,19 @@ Array sum_to_shape(Array grad, const Shape& shape, std::string_view op, const Si
   if (!ok)
     fail(op, site, "backward produced a gradient of shape " + shape_str(from) +
                        " that does not broadcast from the input's shape " + shape_str(shape));
+  // The common case, a bias (D,) or (1, D) added to (B, T, D): the summed axes are the leading ones,
+  // so the gradient is `rows` consecutive rows of `inner` numbers, summed row by row into one.
+  const bool leading = axes.empty() || axes.back() + 1 == axes.size();
+  if (leading) {
+    Array summed = xt::zeros<double>(shape);
+    const std::size_t inner = summed.size(), rows = inner == 0 ? 0 : grad.size() / inner;
+    double* out = summed.data();
+    for (std::size_t r = 0; r < rows; ++r) {
+      const double* row = grad.data() + r * inner;
+      for (std::size_t j = 0; j < inner; ++j) out[j] += row[j];
+    }
+    return summed;
+  }
   Array summed = sum_keepdims(grad, axes);
   summed.reshape(shape);  // drops the leading axes that broadcasting added
   return summed;

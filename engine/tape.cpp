@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <xtensor/xnoalias.hpp>
+
 #include "engine/broadcast.hpp"
 #include "engine/parameter.hpp"
 
@@ -40,9 +42,16 @@ Tape& Tape::current() {
 TapeScope::TapeScope(Tape& tape) : previous_(current_tape) { current_tape = &tape; }
 TapeScope::~TapeScope() { current_tape = previous_; }
 
+ModuleScope::ModuleScope(Tape& tape, const std::string& name) : tape_(tape), previous_size_(tape.scope_.size()) {
+  if (!tape_.scope_.empty()) tape_.scope_ += '.';
+  tape_.scope_ += name;
+}
+ModuleScope::~ModuleScope() { tape_.scope_.resize(previous_size_); }
+
 Var Tape::leaf(Array value, bool requires_grad, Site site) {
   Entry e;
   e.op = "leaf";
+  e.scope = scope_;
   e.site = site;
   e.value = std::move(value);
   e.requires_grad = requires_grad && grad_enabled;
@@ -73,6 +82,7 @@ Entry& Tape::checked_entry(int index, std::uint64_t generation, const char* what
 Var Tape::record(const char* op, const std::vector<Var>& inputs, Array value, BackwardFn backward, Site site) {
   Entry e;
   e.op = op;
+  e.scope = scope_;
   e.site = site;
   e.inputs.reserve(inputs.size());
   for (const Var& in : inputs) {
@@ -126,7 +136,7 @@ void Tape::backward(const Var& root, const Array& seed, Site site) {
         fail(e.op, e.site, "a gradient hook changed the gradient's shape to " + shape_str(shape_of(e.grad)) +
                                "; it must stay " + shape_str(shape_of(e.value)));
     }
-    if (e.param) e.param->grad += e.grad;
+    if (e.param) xt::noalias(e.param->grad) += e.grad;  // in place: no temporary sum
     if (!e.backward) continue;
 
     BackwardArgs args{e.grad, e.value, {}, {}};
@@ -156,7 +166,7 @@ void Tape::accumulate(int to, Array grad, int from) {
   Entry& e = entries_[static_cast<std::size_t>(to)];
   if (keep_contributions) e.contributions.push_back({from, grad});
   if (e.has_grad) {
-    e.grad += grad;
+    xt::noalias(e.grad) += grad;  // in place (a plain += would build the sum in a temporary first)
   } else {
     e.grad = std::move(grad);
     e.has_grad = true;

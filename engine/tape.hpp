@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "engine/array.hpp"
@@ -33,7 +34,17 @@ struct BackwardArgs {
 // One gradient per input. Each may have the input's shape or any shape that the input broadcast to
 // in the forward pass: the tape sums it back to the input's shape (sum_to_shape, the one place where
 // that happens). An input with needs(k) false may get an empty placeholder, Array{}.
-using Grads = std::vector<Array>;
+// A vector of arrays that a braced list `return {dx, dw};` moves its arrays into: a plain
+// std::vector's initializer list would copy every gradient once more.
+struct Grads : std::vector<Array> {
+  Grads() = default;
+  template <class... A>
+    requires(sizeof...(A) > 0 && (std::is_constructible_v<Array, A &&> && ...))
+  Grads(A&&... grads) {
+    reserve(sizeof...(A));
+    (emplace_back(std::forward<A>(grads)), ...);
+  }
+};
 using BackwardFn = std::function<Grads(const BackwardArgs&)>;
 
 // One gradient that an op sent into an entry; recorded when Tape::keep_contributions is on.
@@ -45,6 +56,7 @@ struct Contribution {
 struct Entry {
   const char* op = "";             // "leaf", "param", "const", "add", "matmul", ...
   std::string label;               // optional, from Var::named or the parameter's name
+  std::string scope;               // the module whose forward recorded it, e.g. "blocks.3.attn" (ModuleScope)
   Site site;                       // where the user's code created this entry
   Array value;
   std::vector<int> inputs;         // tape indices, each smaller than this entry's own
@@ -91,6 +103,9 @@ class Tape {
   // One line per entry: index, op, label, call site, shape, value norm, gradient norm.
   std::string listing() const;
 
+  // The dotted module path that record() and leaf() stamp on new entries ("" outside any module).
+  const std::string& scope() const { return scope_; }
+
   bool grad_enabled = true;        // off inside a NoGradScope: entries record values only
   bool anomaly_mode = false;       // on: the first NaN/Inf value or gradient throws
   bool keep_contributions = false; // on: every entry keeps the list of gradients summed into it
@@ -100,11 +115,29 @@ class Tape {
   Entry& checked_entry(int index, std::uint64_t generation, const char* what, const Site& site);
 
  private:
+  friend class ModuleScope;
   void accumulate(int to, Array grad, int from);
   // A deque, not a vector: appending never moves the existing entries, so the references that
   // Var::value(), Var::grad() and entry() return stay valid while later ops are recorded.
   std::deque<Entry> entries_;
   std::uint64_t generation_;
+  std::string scope_;
+};
+
+// Names the module whose forward runs for a scope: appends ".name" to the tape's scope (just "name"
+// at the top), so every entry recorded meanwhile is stamped with the module's dotted path, the same
+// path its parameters have. Nested scopes nest:  ModuleScope b(tape, "blocks.3"); ModuleScope a(tape,
+// "attn");  stamps "blocks.3.attn". The destructor restores the previous scope.
+class ModuleScope {
+ public:
+  ModuleScope(Tape& tape, const std::string& name);
+  ~ModuleScope();
+  ModuleScope(const ModuleScope&) = delete;
+  ModuleScope& operator=(const ModuleScope&) = delete;
+
+ private:
+  Tape& tape_;
+  std::size_t previous_size_;  // the scope string's length before this scope
 };
 
 // Makes `tape` the current tape of this thread for a scope.

@@ -43,17 +43,25 @@ Adam::Adam(std::vector<NamedParameter> parameters, AdamOptions options)
     : Optimizer(std::move(parameters), {"m", "v"}), options_(options) {}
 
 void Adam::update(std::size_t p, Array& value, const Array& grad, double lr) {
-  const AdamOptions& o = options_;
+  const AdamOptions o = options_;  // a local copy: the loop's stores cannot change it
   const double t = static_cast<double>(steps());
-  Array& m = slot(0, p);
-  Array& v = slot(1, p);
-  if (o.decoupled && o.weight_decay != 0.0) value *= 1.0 - lr * o.weight_decay;  // theta <- theta - lr wd theta
-  Array g = (!o.decoupled && o.weight_decay != 0.0) ? Array(grad + o.weight_decay * value) : grad;
-  m = o.beta1 * m + (1.0 - o.beta1) * g;          // m <- b1 m + (1 - b1) g
-  v = o.beta2 * v + (1.0 - o.beta2) * g * g;      // v <- b2 v + (1 - b2) g^2
-  const double c1 = 1.0 - std::pow(o.beta1, t);   // bias corrections
+  const double c1 = 1.0 - std::pow(o.beta1, t);  // bias corrections
   const double c2 = 1.0 - std::pow(o.beta2, t);
-  value -= lr * (m / c1) / (xt::sqrt(v / c2) + o.eps);  // theta <- theta - lr m_hat / (sqrt(v_hat) + eps)
+  const double shrink = o.decoupled ? 1.0 - lr * o.weight_decay : 1.0;  // AdamW's decay, as a factor
+  const double l2 = o.decoupled ? 0.0 : o.weight_decay;                  // Adam's decay, through g
+  double* theta = value.data();
+  double* m = slot(0, p).data();
+  double* v = slot(1, p).data();
+  const double* gr = grad.data();
+  const std::size_t n = value.size();
+  // One pass over the parameter's elements, the formulas of optim.hpp element by element:
+  for (std::size_t i = 0; i < n; ++i) {
+    theta[i] *= shrink;                                            // AdamW: theta <- theta - lr wd theta
+    const double g = gr[i] + l2 * theta[i];                        // Adam:  g <- g + wd theta
+    m[i] = o.beta1 * m[i] + (1.0 - o.beta1) * g;                   // m <- b1 m + (1 - b1) g
+    v[i] = o.beta2 * v[i] + (1.0 - o.beta2) * g * g;               // v <- b2 v + (1 - b2) g^2
+    theta[i] -= lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + o.eps);  // theta <- theta - lr m_hat / (sqrt(v_hat) + eps)
+  }
 }
 
 AdamOptions adamw_options(double weight_decay) {

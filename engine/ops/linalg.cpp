@@ -1,5 +1,6 @@
 #include "engine/ops/linalg.hpp"
 
+#include <ctime>
 #include <numeric>
 
 #include <cblas.h>
@@ -11,9 +12,26 @@
 namespace gs {
 namespace {
 thread_local std::vector<GemmShape>* gemm_log = nullptr;
+
+double thread_seconds() {  // this thread's CPU time
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 }  // namespace
 
 void set_gemm_log(std::vector<GemmShape>* log) { gemm_log = log; }
+
+void gemm(bool transpose_a, bool transpose_b, std::size_t n, std::size_t m, std::size_t k, double alpha,
+          const double* a, std::size_t lda, const double* b, std::size_t ldb, double beta, double* c, std::size_t ldc) {
+  const double start = gemm_log ? thread_seconds() : 0.0;
+  cblas_dgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
+              static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  if (gemm_log)
+    gemm_log->push_back({transpose_a, transpose_b, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
+                         thread_seconds() - start});
+}
 
 Array batched_matmul(const Array& a, bool transpose_a, const Array& b, bool transpose_b) {
   const std::size_t ra = a.dimension(), rb = b.dimension();
@@ -33,11 +51,18 @@ Array batched_matmul(const Array& a, bool transpose_a, const Array& b, bool tran
     out.fill(0.0);
     return out;
   }
+  const std::size_t lda = a.shape(ra - 1), ldb = b.shape(rb - 1);
+
+  // One matrix on the right shared by every batch, e.g. x (B, T, C) @ W (C, D): the batches of a are
+  // consecutive rows of one (B*T, C) matrix, so the whole product is a single gemm.
+  if (rb == 2 && !transpose_a) {
+    gemm(false, transpose_b, a.size() / k, m, k, 1.0, a.data(), lda, b.data(), ldb, 0.0, out.data(), m);
+    return out;
+  }
 
   const std::size_t count = std::accumulate(batch.begin(), batch.end(), std::size_t{1}, std::multiplies<>());
   const std::size_t a_matrix = a.shape(ra - 2) * a.shape(ra - 1);
   const std::size_t b_matrix = b.shape(rb - 2) * b.shape(rb - 1);
-  const int lda = static_cast<int>(a.shape(ra - 1)), ldb = static_cast<int>(b.shape(rb - 1));
   for (std::size_t t = 0; t < count; ++t) {
     // Unravel batch index t, and find the matrices of a and b it reads (a size-1 batch axis repeats).
     std::size_t rest = t, a_index = 0, b_index = 0, a_stride = 1, b_stride = 1;
@@ -56,11 +81,8 @@ Array batched_matmul(const Array& a, bool transpose_a, const Array& b, bool tran
         b_stride *= size;
       }
     }
-    if (gemm_log)
-      gemm_log->push_back({transpose_a, transpose_b, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k)});
-    cblas_dgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
-                static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), 1.0, a.data() + a_index * a_matrix,
-                lda, b.data() + b_index * b_matrix, ldb, 0.0, out.data() + t * n * m, static_cast<int>(m));
+    gemm(transpose_a, transpose_b, n, m, k, 1.0, a.data() + a_index * a_matrix, lda, b.data() + b_index * b_matrix, ldb,
+         0.0, out.data() + t * n * m, m);
   }
   return out;
 }
@@ -78,8 +100,22 @@ Var matmul(const Var& a, const Var& b, Site site) {
   // a broadcast batch dimension back to its input's size)
   return a.tape(site).record("matmul", {a, b}, batched_matmul(a.value(), false, b.value(), false),
                              [](const BackwardArgs& g) -> Grads {
-    return {g.needs(0) ? batched_matmul(g.grad, false, g.in(1), true) : Array{},
-            g.needs(1) ? batched_matmul(g.in(0), true, g.grad, false) : Array{}};
+    const Array& A = g.in(0);
+    const Array& B = g.in(1);
+    Array dB;
+    if (g.needs(1) && B.dimension() == 2 && A.dimension() > 2) {
+      // B (k, m) is shared by every batch of A (.., n, k): the sum over batches of A^T G is one gemm,
+      // A^T G with A seen as one (rows, k) matrix and G as one (rows, m) matrix.
+      const std::size_t k = B.shape(0), m = B.shape(1), rows = A.size() / std::max<std::size_t>(k, 1);
+      dB = Array::from_shape({k, m});
+      if (rows == 0 || k == 0 || m == 0)
+        dB.fill(0.0);
+      else
+        gemm(true, false, k, m, rows, 1.0, A.data(), k, g.grad.data(), m, 0.0, dB.data(), m);
+    } else if (g.needs(1)) {
+      dB = batched_matmul(A, true, g.grad, false);
+    }
+    return {g.needs(0) ? batched_matmul(g.grad, false, B, true) : Array{}, std::move(dB)};
   }, site);
 }
 

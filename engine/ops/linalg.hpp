@@ -8,7 +8,8 @@
 namespace gs {
 
 // a @ b. Both at least 2-D: the last two dimensions multiply, (.., n, k) @ (.., k, m) -> (.., n, m),
-// and the leading (batch) dimensions broadcast like NumPy's matmul. Runs as one BLAS gemm per batch.
+// and the leading (batch) dimensions broadcast like NumPy's matmul. Runs as one BLAS gemm per batch,
+// or as a single gemm when b is 2-D (x (B, T, C) @ W (C, D) is one (B*T, C) @ (C, D) product).
 Var matmul(const Var& a, const Var& b, Site site = Site::current());
 
 // Reorders the axes: out.shape[i] = x.shape[axes[i]]. Negative axes count from the end.
@@ -21,11 +22,18 @@ Var transpose(const Var& x, int axis0 = -2, int axis1 = -1, Site site = Site::cu
 // or m's last-two-axes transpose. The building block of matmul's forward and backward.
 Array batched_matmul(const Array& a, bool transpose_a, const Array& b, bool transpose_b);
 
-// For benchmarks: while a log is set, every gemm that batched_matmul runs appends its shape to it,
+// C = alpha op(A) op(B) + beta C on raw row-major matrices (BLAS dgemm): op(A) is (n, k), op(B) is
+// (k, m), C is (n, m); lda, ldb, ldc are the row strides, larger than a row when the matrix is a block
+// of a wider array (one attention head's columns of a (T, C) matrix). Logged like every other gemm.
+void gemm(bool transpose_a, bool transpose_b, std::size_t n, std::size_t m, std::size_t k, double alpha,
+          const double* a, std::size_t lda, const double* b, std::size_t ldb, double beta, double* c, std::size_t ldc);
+
+// For benchmarks: while a log is set, every gemm that batched_matmul or gemm runs appends its shape to it,
 // so that the same matrix products can be timed alone (the "GEMM floor" of a training step).
 struct GemmShape {
   bool transpose_a, transpose_b;
-  int n, m, k;  // op(a) is (n, k), op(b) is (k, m)
+  int n, m, k;           // op(a) is (n, k), op(b) is (k, m)
+  double seconds = 0.0;  // the CPU time this gemm took inside the step
 };
 void set_gemm_log(std::vector<GemmShape>* log);  // nullptr turns logging off
 

@@ -1,0 +1,154 @@
+// The fused kernels against their plain formulations: values and gradients agree to 1e-12, and each
+// fused op passes its own gradient check. (Fused and composite LayerNorm: tests/test_nn_norm.cpp.)
+#include <cmath>
+#include <numbers>
+
+#include "check.hpp"
+#include "nn/attention.hpp"
+#include "nn/linear.hpp"
+#include "nn_gradcheck.hpp"
+
+using namespace gs;
+using namespace gs::nn;
+using test::Vars;
+
+namespace {
+
+// The value of f and the gradients of L = sum(y * w_out) w.r.t. every input.
+struct Result {
+  Array y;
+  std::vector<Array> grads;
+};
+
+Result run(const std::function<Var(const std::vector<Var>&)>& f, const std::vector<Array>& inputs, unsigned seed) {
+  Tape tape;
+  TapeScope scope(tape);
+  std::vector<Var> leaves;
+  for (const Array& a : inputs) leaves.push_back(tape.leaf(a));
+  Var y = f(leaves);
+  sum(y * tape.constant(test::randn(y.shape(), seed))).backward();
+  Result r{y.value(), {}};
+  for (const Var& l : leaves) r.grads.push_back(l.grad());
+  return r;
+}
+
+double max_diff(const Array& a, const Array& b) {
+  REQUIRE(shape_of(a) == shape_of(b));
+  return a.size() == 0 ? 0.0 : xt::amax(xt::abs(a - b))();
+}
+
+void require_same(const Result& plain, const Result& fused) {
+  REQUIRE(max_diff(plain.y, fused.y) <= 1e-12);
+  REQUIRE(plain.grads.size() == fused.grads.size());
+  for (std::size_t k = 0; k < plain.grads.size(); ++k) {
+    INFO("gradient of input " << k);
+    REQUIRE(max_diff(plain.grads[k], fused.grads[k]) <= 1e-12);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fused attention (weights + mix) and the composite agree in value and gradient", "[fused][attention]") {
+  struct Case {
+    std::size_t B, T, C, H;
+  };
+  for (const Case c : {Case{2, 5, 6, 3}, Case{1, 1, 4, 2}, Case{3, 7, 8, 1}, Case{2, 4, 8, 4}}) {
+    INFO("B=" << c.B << " T=" << c.T << " C=" << c.C << " H=" << c.H);
+    const std::vector<Array> qkv{test::randn({c.B, c.T, c.C}, 1), test::randn({c.B, c.T, c.C}, 2),
+                                 test::randn({c.B, c.T, c.C}, 3)};
+    const std::size_t H = c.H;
+    const Result plain = run([H](const Vars& v) { return attention_composite(v[0], v[1], v[2], H); }, qkv, 9);
+    const Result fused =
+        run([H](const Vars& v) { return attention_mix(attention_weights(v[0], v[1], H), v[2], H); }, qkv, 9);
+    require_same(plain, fused);
+
+    // The weights alone: (B, H, T, T), rows summing to 1, the future exactly 0 in both.
+    const std::vector<Array> qk{qkv[0], qkv[1]};
+    const Array v_value = qkv[2];
+    const Result wp = run([&](const Vars& v) {
+      Var att;
+      attention_composite(v[0], v[1], Tape::current().constant(v_value), H, &att);
+      return att;
+    }, qk, 10);
+    const Result wf = run([H](const Vars& v) { return attention_weights(v[0], v[1], H); }, qk, 10);
+    REQUIRE(shape_of(wf.y) == Shape{c.B, c.H, c.T, c.T});
+    require_same(wp, wf);
+    for (std::size_t i = 0; i < c.T; ++i) {
+      double row = 0.0;
+      for (std::size_t j = 0; j < c.T; ++j) row += wf.y(0, 0, i, j);
+      REQUIRE(row == Approx(1.0).epsilon(1e-14));
+      for (std::size_t j = i + 1; j < c.T; ++j) REQUIRE(wf.y(0, 0, i, j) == 0.0);
+    }
+  }
+}
+
+TEST_CASE("the fused attention ops reject bad shapes, naming op, shapes and call site", "[fused][attention][errors]") {
+  Tape tape;
+  Var q = tape.leaf(test::randn({2, 3, 4}, 1)), k = tape.leaf(test::randn({2, 3, 6}, 2));
+  REQUIRE_THROWS_WITH(attention_weights(q, k, 2), Catch::Contains("attention_weights") &&
+                                                      Catch::Contains("(2, 3, 4)") && Catch::Contains("(2, 3, 6)") &&
+                                                      Catch::Contains("test_fused_kernels.cpp"));
+  REQUIRE_THROWS_WITH(attention_weights(q, q, 3), Catch::Contains("divisible by heads = 3"));
+  Var att = tape.leaf(test::randn({2, 2, 3, 2}, 3));
+  REQUIRE_THROWS_WITH(attention_mix(att, q, 2), Catch::Contains("attention_mix") && Catch::Contains("(2, 2, 3, 2)"));
+}
+
+TEST_CASE("the fused attention ops pass gradient checks", "[fused][attention][gradcheck]") {
+  test::require_gradcheck([](const Vars& v) { return attention_weights(v[0], v[1], 2); },
+                          {test::randn({2, 3, 4}, 1), test::randn({2, 3, 4}, 2)});
+  test::require_gradcheck([](const Vars& v) { return attention_mix(softmax(v[0], -1), v[1], 2); },
+                          {test::randn({2, 2, 3, 3}, 3), test::randn({2, 3, 4}, 4)});
+  // q and k the same Var: both gradients add up in it.
+  test::require_gradcheck([](const Vars& v) { return attention_mix(attention_weights(v[0], v[0], 2), v[0], 2); },
+                          {test::randn({1, 4, 4}, 5)});
+}
+
+TEST_CASE("the attention module gives the same output and parameter gradients fused or not", "[fused][attention]") {
+  Initializer init(Init::xavier, 3);
+  CausalSelfAttention attn(8, 2, init);
+  test::jitter(attn.named_parameters(), 0.1, 20);
+  const Array x = test::randn({2, 5, 8}, 4);
+  auto grads_of = [&](bool fused) {
+    attn.fused = fused;
+    attn.zero_grad();
+    Result r = run([&](const Vars& v) { return attn.forward(v[0]); }, {x}, 7);
+    for (const NamedParameter& p : attn.named_parameters()) r.grads.push_back(p.parameter.grad());
+    return r;
+  };
+  require_same(grads_of(false), grads_of(true));
+  attn.fused = false;  // the composite path passes the parameter gradient check too
+  REQUIRE_PARAM_GRADCHECK(attn.named_parameters(), {test::randn({2, 3, 8}, 5)},
+                          [&](const std::vector<Var>& v) { return attn.forward(v[0]); });
+}
+
+TEST_CASE("the fused linear op and matmul + bias agree, and the fused op passes gradient checks", "[fused][linear]") {
+  for (const Shape& xs : {Shape{5, 3}, Shape{2, 4, 3}, Shape{2, 1, 2, 3}, Shape{3}}) {
+    INFO("x " << shape_str(xs));
+    const std::vector<Array> in{test::randn(xs, 1), test::randn({3, 4}, 2), test::randn({4}, 3)};
+    require_same(run([](const Vars& v) { return linear_composite(v[0], v[1], v[2]); }, in, 4),
+                 run([](const Vars& v) { return linear(v[0], v[1], v[2]); }, in, 4));
+    test::require_gradcheck([](const Vars& v) { return linear(v[0], v[1], v[2]); }, in);
+  }
+}
+
+TEST_CASE("gelu's backward, which reads Phi(x) off the output as y / x, equals Phi(x) + x phi(x)", "[fused][gelu]") {
+  // The plain formula, with erf: dy/dx = Phi(x) + x phi(x).
+  auto plain = [](double x) {
+    const double cdf = 0.5 * (1.0 + std::erf(x / std::numbers::sqrt2));
+    const double pdf = std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
+    return cdf + x * pdf;
+  };
+  const Array x = {0.0, 1e-310, -1e-310, 1e-200, -3e-300, 0.3, -0.3, 1.0, -1.0, 2.5, -2.5, 6.0, -6.0, 9.0, -9.0, 40.0,
+                   -40.0};
+  Tape tape;
+  Var v = tape.leaf(x);
+  sum(gelu(v)).backward();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    INFO("x = " << x(i));
+    REQUIRE(std::abs(v.grad()(i) - plain(x(i))) <= 1e-15 + 1e-13 * std::abs(plain(x(i))));
+  }
+  const Array r = 3.0 * test::randn({200}, 11);
+  Var w = tape.leaf(r);
+  sum(gelu(w)).backward();
+  for (std::size_t i = 0; i < r.size(); ++i) REQUIRE(std::abs(w.grad()(i) - plain(r(i))) <= 1e-14);
+}
