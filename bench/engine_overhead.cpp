@@ -1,7 +1,7 @@
 // The tape's per-op overhead on tiny tensors: a chain of scalar ops, forward and then backward,
 // against the same arithmetic on the same xtensor arrays with no tape, in one run.
 //
-//   build/bin/bench_engine_overhead [chain length, default 10000] [repetitions, default 30]
+//   build/bin/bench_engine_overhead [--chain 10000] [--reps 30]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/engine.hpp"
+#include "experiments/common/cli.hpp"
 
 using namespace gs;
 using Clock = std::chrono::steady_clock;
@@ -25,8 +26,14 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int chain = argc > 1 ? std::atoi(argv[1]) : 10000;
-  const int reps = argc > 2 ? std::atoi(argv[2]) : 30;
+  CLI::App app{"The tape's per-op overhead: a chain of scalar ops, forward and backward, against plain xtensor"};
+  int chain = 10000, reps = 30;
+  app.add_option("--chain", chain, "ops in the chain")->check(gs::experiments::positive)->capture_default_str();
+  app.add_option("--reps", reps, "repetitions (the median is reported)")
+      ->check(gs::experiments::positive)
+      ->capture_default_str();
+  gs::experiments::finish_cli(app);
+  CLI11_PARSE(app, argc, argv);
   // The chain alternates y = tanh(y * c + c): three ops per link, each on a 1-element array.
   const int links = chain / 3;
   const int ops = 3 * links;

@@ -4,6 +4,7 @@
 #include "engine/array.hpp"
 #include "engine/error.hpp"
 #include "engine/gradcheck.hpp"
+#include "engine/inspect.hpp"
 #include "engine/ops/elementwise.hpp"
 #include "engine/ops/linalg.hpp"
 #include "engine/ops/reduce.hpp"

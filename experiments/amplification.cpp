@@ -41,6 +41,7 @@
 #include <map>
 
 #include "engine/engine.hpp"
+#include "experiments/common/graph.hpp"
 #include "experiments/common/options.hpp"
 #include "experiments/common/probe.hpp"
 #include "experiments/common/report.hpp"
@@ -380,13 +381,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--depths", ao.depths, "depths L to measure (comma-separated, at least two)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber)
+      ->check(experiments::positive)
       ->capture_default_str();
   app.add_option("--eps", ao.eps, "perturbation size: eps * rms(W) * N(0,1), and -eps * sign(dL/dW)")
-      ->check(CLI::PositiveNumber)
+      ->check(experiments::positive)
       ->capture_default_str();
   app.add_option("--batches", ao.batches, "batches per seed the amplification is averaged over")
-      ->check(CLI::PositiveNumber)
+      ->check(experiments::positive)
       ->capture_default_str();
   app.get_option("--layers")->description("depth of the --dump model (the measurements use --depths)");
   app.get_option("--seed")->description("the first seed: every measurement is repeated for seeds --seed .. --seed + --seeds - 1 (model init and data)");
@@ -394,6 +395,9 @@ int main(int argc, char** argv) {
   app.get_option("--dump")->description(
       "write the unperturbed model of --placement, --layers and --seed at init, with its gradients on that seed's "
       "first batch (whose signs give the adam perturbation), to this directory");
+  std::string graph;
+  add_graph_option(app, graph);
+  finish_cli(app);
   CLI11_PARSE(app, argc, argv);
 
   std::sort(ao.depths.begin(), ao.depths.end());
@@ -403,6 +407,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   try {
+    if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
+      write_model_graph(graph, mo);
+      return 0;
+    }
     std::printf("amplification: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; %zu Markov batch(es) of %zu x "
                 "%zu per seed; seeds %u..%zu\n",
                 mo.vocab, mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), ao.batches, mo.batch, mo.seq,

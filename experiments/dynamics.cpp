@@ -36,6 +36,7 @@
 #include <mutex>
 
 #include "engine/engine.hpp"
+#include "experiments/common/graph.hpp"
 #include "experiments/common/options.hpp"
 #include "experiments/common/report.hpp"
 #include "experiments/common/run.hpp"
@@ -145,8 +146,8 @@ struct StepRecord {
 // keep_contributions (the fused LN is one tape entry, so its output's index is the sender).
 double through_ln(const LnSite& s) {
   double sq = 0.0;
-  for (const Contribution& c : s.in.entry().contributions)
-    if (c.from == s.out.index()) sq += norm(c.grad) * norm(c.grad);
+  for (const ContributionInfo& c : contributions(s.in))
+    if (c.from == s.out.index()) sq += c.norm * c.norm;
   return std::sqrt(sq);
 }
 
@@ -489,19 +490,19 @@ void add_dynamics_options(CLI::App& app, DynamicsOptions& o) {
       ->capture_default_str();
   app.add_option("--lr", o.lr, "peak learning rate (Adam(0.9, 0.98); constant after the warmup)")
       ->capture_default_str();
-  app.add_option("--steps", o.steps, "training steps recorded")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--steps", o.steps, "training steps recorded")->check(experiments::positive)->capture_default_str();
   app.add_option("--early", o.early, "link 1: the max output move is taken over steps 1..early")
-      ->check(CLI::PositiveNumber)
+      ->check(experiments::positive)
       ->capture_default_str();
   app.add_option("--eval-batches", o.eval_batches, "held-out batches averaged for the final loss")
-      ->check(CLI::PositiveNumber)
+      ->check(experiments::positive)
       ->capture_default_str();
   app.add_option("--clip", o.clip, "clip the global gradient norm to this (0: no clipping)")->capture_default_str();
   app.add_option("--margin", o.margin, "verdict margin in nats (as in warmup)")->capture_default_str();
   app.add_option("--text", o.text, "train on this text file's characters instead of the Markov corpus")
       ->check(CLI::ExistingFile);
   app.add_option("--jobs", o.jobs, "runs trained in parallel threads (results do not depend on it)")
-      ->check(CLI::PositiveNumber)
+      ->check(experiments::positive)
       ->capture_default_str();
 }
 
@@ -526,9 +527,16 @@ int main(int argc, char** argv) {
   app.get_option("--dump")->description(
       "write the model of --placement at init (Markov vocab) with its gradients on "
       "one fresh batch to this directory");
+  std::string graph;
+  add_graph_option(app, graph);
+  finish_cli(app);
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
+      write_model_graph(graph, mo);
+      return 0;
+    }
     const auto start = Clock::now();
     MarkovCorpusOptions co;
     co.vocab = mo.vocab;

@@ -28,6 +28,7 @@
 #include <set>
 
 #include "engine/engine.hpp"
+#include "experiments/common/graph.hpp"
 #include "experiments/common/options.hpp"
 #include "experiments/common/probe.hpp"
 #include "experiments/common/report.hpp"
@@ -381,7 +382,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--depths", go.depths, "depths L of the last-block scan (b) (comma-separated)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber)
+      ->check(experiments::positive)
       ->capture_default_str();
   app.get_option("--layers")->description("depth of the per-layer profile (a)");
   app.get_option("--seed")->description("the first seed: every measurement is repeated for seeds --seed .. --seed + --seeds - 1 (model init and data)");
@@ -389,11 +390,18 @@ int main(int argc, char** argv) {
   app.get_option("--dump")->description(
       "write the model of --placement, --layers and --seed at init, with its gradients on the batch that seed's "
       "measurement used, to this directory");
+  std::string graph;
+  add_graph_option(app, graph);
+  finish_cli(app);
   CLI11_PARSE(app, argc, argv);
   std::sort(go.depths.begin(), go.depths.end());
   go.depths.erase(std::unique(go.depths.begin(), go.depths.end()), go.depths.end());
 
   try {
+    if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
+      write_model_graph(graph, mo);
+      return 0;
+    }
     std::printf("gradflow: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; one Markov batch of %zu x %zu per "
                 "seed; seeds %u..%zu\n",
                 mo.vocab, mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.seed,

@@ -30,7 +30,9 @@
 #include <vector>
 
 #include "engine/engine.hpp"
+#include "experiments/common/graph.hpp"
 #include "experiments/common/options.hpp"
+#include "experiments/common/probe.hpp"
 #include "experiments/common/report.hpp"
 #include "experiments/common/run.hpp"
 #include "experiments/common/stream_split.hpp"
@@ -212,7 +214,7 @@ int main(int argc, char** argv) {
   StreamOptions o;
   app.add_option("--layers-list", o.depths, "depths to measure, e.g. 4,12 (instead of --layers)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber)
+      ->check(experiments::positive)
       ->capture_default_str();
   app.add_option("--placements", o.placements, "placements to compare, e.g. post,pre (instead of --placement)")
       ->delimiter(',')
@@ -222,9 +224,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--lr", o.lr, "learning rate of those steps")->capture_default_str();
   app.add_option("--warmup", o.warmup, "linear warmup steps of those steps")->capture_default_str();
+  std::string graph;
+  add_graph_option(app, graph);
+  finish_cli(app);
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
+      write_model_graph(graph, model_options);
+      return 0;
+    }
     // --layers / --placement (the shared model flags) pick a single depth / placement.
     if (app.get_option("--layers")->count()) {
       if (app.get_option("--layers-list")->count()) throw Error("give --layers or --layers-list, not both");
@@ -262,6 +271,9 @@ int main(int argc, char** argv) {
 
     // The measurements: runs[L][placement] = one Measured per seed.
     std::map<std::size_t, std::map<std::string, Runs>> runs;
+    std::size_t units = 0;  // the bar counts layers, times the steps each model trains
+    for (std::size_t L : o.depths) units += run_options.seeds * o.placements.size() * L * (1 + o.steps);
+    StatusLine status("stream", units);
     for (std::size_t s = 0; s < run_options.seeds; ++s) {
       const unsigned seed = seed0 + static_cast<unsigned>(s);
       nn::MarkovOptions mo;
@@ -282,6 +294,7 @@ int main(int argc, char** argv) {
           nn::TransformerLM model(mopt.config());
           if (o.steps) train(model, data, o, B, T, seed);
           runs[L][p].push_back(measure(model, batch));
+          status.advance(L * (1 + o.steps), p + " L=" + std::to_string(L) + " seed " + std::to_string(seed));
           if (!run_options.dump.empty() && s == 0) {
             Tape tape;
             TapeScope scope(tape);
@@ -292,6 +305,7 @@ int main(int argc, char** argv) {
           }
         }
     }
+    status.finish();
     const double measure_seconds = seconds_since(program_start);
 
     // CSV: every position of every run's statistics.

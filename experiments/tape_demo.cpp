@@ -8,6 +8,8 @@
 #include <CLI/CLI.hpp>
 
 #include "engine/engine.hpp"
+#include "experiments/common/cli.hpp"
+#include "experiments/common/graph.hpp"
 
 using namespace gs;
 
@@ -15,6 +17,11 @@ int main(int argc, char** argv) {
   CLI::App app{"tape_demo: one forward and backward pass of a tiny network, with its tape listing"};
   double lr = 0.1;
   app.add_option("--lr", lr, "learning rate of the one SGD step shown at the end")->capture_default_str();
+  std::string graph;
+  app.add_option("--graph", graph,
+                 "also draw the tape, with the gradient norm on every edge, into this file: .svg or .png (needs "
+                 "Graphviz's dot), else DOT text");
+  gs::experiments::finish_cli(app);
   CLI11_PARSE(app, argc, argv);
 
   // Four points in 2-D and their targets.
@@ -31,6 +38,7 @@ int main(int argc, char** argv) {
   Parameter b2(Array{0.05}, "b2");                                // (1,)
 
   Tape& tape = Tape::current();
+  tape.keep_contributions = !graph.empty();  // --graph labels each edge with the gradient it carried
   Var x = tape.constant(points).named("x");
   Var h = tanh(matmul(x, w1) + b1).named("hidden");   // (N, 3)
   Var y = (matmul(h, w2) + b2).named("prediction");   // (N, 1)
@@ -43,6 +51,18 @@ int main(int argc, char** argv) {
   std::printf("loss = %.6f\n\n", loss.value()());
   for (const Parameter* p : {&w1, &b1, &w2, &b2})
     std::printf("d loss / d %s =\n%s\n\n", p->name().c_str(), to_string(p->grad()).c_str());
+
+  if (!graph.empty()) {
+    try {
+      DotOptions picture;
+      picture.title = "tape_demo: y = tanh(x W1 + b1) W2 + b2, loss = mean((y - t)^2)";
+      gs::experiments::write_graph_file(graph, to_dot(tape, picture));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tape_demo: error: %s\n", e.what());
+      return 1;
+    }
+    std::printf("graph: %s\n\n", graph.c_str());
+  }
 
   // The same gradients by central finite differences.
   const GradcheckResult check = gradcheck(

@@ -16,9 +16,11 @@
 #include <random>
 
 #include "engine/engine.hpp"
+#include "experiments/common/graph.hpp"
 #include "experiments/common/options.hpp"
 #include "experiments/common/run.hpp"
 #include "experiments/common/training.hpp"
+#include "nn/atomic_file.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/config_json.hpp"
 #include "nn/data.hpp"
@@ -129,7 +131,7 @@ int main(int argc, char** argv) {
   app.add_option("--eval-every", o.eval_every, "steps between validation evaluations (0: only at the end)")
       ->capture_default_str();
   app.add_option("--eval-batches", o.eval_batches, "validation batches averaged per evaluation")
-      ->check(CLI::PositiveNumber)
+      ->check(experiments::positive)
       ->capture_default_str();
   app.add_option("--out", o.out, "directory for train.csv (step, loss, lr, grad_norm, tokens_per_s) and eval.csv");
   app.add_option("--save", o.save, "save a checkpoint to this directory after training");
@@ -137,9 +139,16 @@ int main(int argc, char** argv) {
   app.add_option("--dump", o.dump, "write weights, gradients, batch and loss of one fresh batch to this directory");
   app.add_option("--sample", o.sample, "print this many generated characters after training")->capture_default_str();
   app.add_option("--temperature", o.temperature, "sampling temperature")->capture_default_str();
+  std::string graph;
+  experiments::add_graph_option(app, graph);
+  experiments::finish_cli(app);
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
+      experiments::write_model_graph(graph, model_options);
+      return 0;
+    }
     // The model's shape: from the flags, or from the checkpoint being resumed.
     nn::ModelConfig config = model_options.config();
     std::optional<nn::CheckpointInfo> resumed;
@@ -277,8 +286,11 @@ int main(int argc, char** argv) {
     if (!o.dump.empty()) {
       std::mt19937_64 rng = stream(seed, o.steps, experiments::dump_stream);
       const nn::Batch batch = data->batch(nn::Split::train, B, T, rng);
-      const double dumped = nn::write_dump(o.dump, config, model, batch, [&](const IndexArray& x, const IndexArray& y) {
-        return model.loss(x, y);
+      double dumped = 0.0;
+      nn::write_directory_atomically(o.dump, [&](const std::filesystem::path& tmp) {  // never half a dump
+        dumped = nn::write_dump(tmp, config, model, batch, [&](const IndexArray& x, const IndexArray& y) {
+          return model.loss(x, y);
+        });
       });
       std::printf("dumped: %s (loss %.6f on one fresh batch)\n", o.dump.c_str(), dumped);
     }

@@ -26,6 +26,7 @@
 #include <tuple>
 
 #include "engine/engine.hpp"
+#include "experiments/common/graph.hpp"
 #include "experiments/common/options.hpp"
 #include "experiments/common/report.hpp"
 #include "experiments/common/run.hpp"
@@ -341,9 +342,9 @@ void add_grid_options(CLI::App& app, GridOptions& go) {
   app.add_option("--text", go.text, "the text file of the text corpus (one token per distinct byte)")
       ->check(CLI::ExistingFile)
       ->capture_default_str();
-  app.add_option("--steps", go.steps, "training steps per run")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--steps", go.steps, "training steps per run")->check(experiments::positive)->capture_default_str();
   app.add_option("--eval-batches", go.eval_batches, "held-out batches averaged for the final loss")
-      ->check(CLI::PositiveNumber)
+      ->check(experiments::positive)
       ->capture_default_str();
   app.add_option("--clip", go.clip, "clip the global gradient norm to this (0: no clipping)")->capture_default_str();
   app.add_option("--margin", go.margin, "verdict margin in nats (see the verdicts above)")->capture_default_str();
@@ -351,10 +352,10 @@ void add_grid_options(CLI::App& app, GridOptions& go) {
   app.add_option("--markov-concentration", go.markov_concentration, "Markov corpus: Dirichlet concentration")
       ->capture_default_str();
   app.add_option("--window", go.window, "steps averaged per point of the loss curves")
-      ->check(CLI::PositiveNumber)
+      ->check(experiments::positive)
       ->capture_default_str();
   app.add_option("--jobs", go.jobs, "runs trained in parallel threads (results do not depend on it)")
-      ->check(CLI::PositiveNumber)
+      ->check(experiments::positive)
       ->capture_default_str();
 }
 
@@ -401,9 +402,16 @@ int main(int argc, char** argv) {
   app.get_option("--dump")->description(
       "write the model of --placement at init (Markov vocab) with its gradients on "
       "one fresh batch to this directory");
+  std::string graph;
+  add_graph_option(app, graph);
+  finish_cli(app);
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
+      write_model_graph(graph, mo);
+      return 0;
+    }
     const auto start = Clock::now();
     const std::vector<Corpus> corpora = load_corpora(go, mo);
     const std::vector<RunSpec> specs = grid_specs(go, corpora.size(), mo.seed, ro.seeds);

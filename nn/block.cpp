@@ -52,6 +52,13 @@ Var Block::forward(const Var& x, Site site) {
     fail("Block", site, "blocks." + std::to_string(index) + " needs x of shape (B, T, " +
                             std::to_string(attn.dim) + "), got " + shape_str(xs));
   const std::string p = "blocks." + std::to_string(index) + ".";
+  // Each sublayer runs under its own name on the tape's module scope (Entry::scope "...attn", "...ln1"),
+  // so the branch's entries are told apart from the residual adds and the skip path, which stay here.
+  Tape& tape = x.tape(site);
+  auto run = [&](const char* name, auto& layer, const Var& in) {
+    ModuleScope scope(tape, name);
+    return layer.forward(in, site);
+  };
   BlockTrace t;
   t.input = x;  // (B, T, C)
 
@@ -60,43 +67,43 @@ Var Block::forward(const Var& x, Site site) {
       // h = LN1(x + Attn(x))
       t.attn_in = x;
       t.attn_skip = x;
-      t.attn_branch = attn.forward(x, site);
+      t.attn_branch = run("attn", attn, x);
       t.attn_sum = t.attn_skip + t.attn_branch;
-      t.mid = ln1->forward(t.attn_sum, site);
+      t.mid = run("ln1", *ln1, t.attn_sum);
       // y = LN2(h + MLP(h))
       t.mlp_in = t.mid;
       t.mlp_skip = t.mid;
-      t.mlp_branch = mlp.forward(t.mid, site);
+      t.mlp_branch = run("mlp", mlp, t.mid);
       t.mlp_sum = t.mlp_skip + t.mlp_branch;
-      t.output = ln2->forward(t.mlp_sum, site);
+      t.output = run("ln2", *ln2, t.mlp_sum);
       break;
     }
     case Placement::pre: {
       // h = x + Attn(LN1(x))
-      t.attn_in = ln1->forward(x, site);
+      t.attn_in = run("ln1", *ln1, x);
       t.attn_skip = x;
-      t.attn_branch = attn.forward(t.attn_in, site);
+      t.attn_branch = run("attn", attn, t.attn_in);
       t.attn_sum = t.attn_skip + t.attn_branch;
       t.mid = t.attn_sum;
       // y = h + MLP(LN2(h))
-      t.mlp_in = ln2->forward(t.mid, site);
+      t.mlp_in = run("ln2", *ln2, t.mid);
       t.mlp_skip = t.mid;
-      t.mlp_branch = mlp.forward(t.mlp_in, site);
+      t.mlp_branch = run("mlp", mlp, t.mlp_in);
       t.mlp_sum = t.mlp_skip + t.mlp_branch;
       t.output = t.mlp_sum;
       break;
     }
     case Placement::peri: {
       // h = x + LNa_out(Attn(LN1(x)))
-      t.attn_in = ln1->forward(x, site);
+      t.attn_in = run("ln1", *ln1, x);
       t.attn_skip = x;
-      t.attn_branch = ln_attn_out->forward(attn.forward(t.attn_in, site), site);
+      t.attn_branch = run("ln_attn_out", *ln_attn_out, run("attn", attn, t.attn_in));
       t.attn_sum = t.attn_skip + t.attn_branch;
       t.mid = t.attn_sum;
       // y = h + LNm_out(MLP(LN2(h)))
-      t.mlp_in = ln2->forward(t.mid, site);
+      t.mlp_in = run("ln2", *ln2, t.mid);
       t.mlp_skip = t.mid;
-      t.mlp_branch = ln_mlp_out->forward(mlp.forward(t.mlp_in, site), site);
+      t.mlp_branch = run("ln_mlp_out", *ln_mlp_out, run("mlp", mlp, t.mlp_in));
       t.mlp_sum = t.mlp_skip + t.mlp_branch;
       t.output = t.mlp_sum;
       break;
@@ -105,28 +112,28 @@ Var Block::forward(const Var& x, Site site) {
       // h = LN1(alpha * x + Attn(x))
       t.attn_in = x;
       t.attn_skip = (x * alpha).named(p + "attn_skip");
-      t.attn_branch = attn.forward(x, site);
+      t.attn_branch = run("attn", attn, x);
       t.attn_sum = t.attn_skip + t.attn_branch;
-      t.mid = ln1->forward(t.attn_sum, site);
+      t.mid = run("ln1", *ln1, t.attn_sum);
       // y = LN2(alpha * h + MLP(h))
       t.mlp_in = t.mid;
       t.mlp_skip = (t.mid * alpha).named(p + "mlp_skip");
-      t.mlp_branch = mlp.forward(t.mid, site);
+      t.mlp_branch = run("mlp", mlp, t.mid);
       t.mlp_sum = t.mlp_skip + t.mlp_branch;
-      t.output = ln2->forward(t.mlp_sum, site);
+      t.output = run("ln2", *ln2, t.mlp_sum);
       break;
     }
     case Placement::rezero: {
       // h = x + a_attn * Attn(x)
       t.attn_in = x;
       t.attn_skip = x;
-      t.attn_branch = attn.forward(x, site) * rezero_attn;
+      t.attn_branch = run("attn", attn, x) * rezero_attn;
       t.attn_sum = t.attn_skip + t.attn_branch;
       t.mid = t.attn_sum;
       // y = h + a_mlp * MLP(h)
       t.mlp_in = t.mid;
       t.mlp_skip = t.mid;
-      t.mlp_branch = mlp.forward(t.mid, site) * rezero_mlp;
+      t.mlp_branch = run("mlp", mlp, t.mid) * rezero_mlp;
       t.mlp_sum = t.mlp_skip + t.mlp_branch;
       t.output = t.mlp_sum;
       break;

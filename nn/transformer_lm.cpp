@@ -61,16 +61,25 @@ Var TransformerLM::logits(const IndexArray& ids, Site site) {
       fail("TransformerLM.logits", site, "token id " + std::to_string(id) + " in ids " + shape_str(s) +
                                              " is out of range [0, vocab = " + std::to_string(config.vocab) + ")");
 
+  // Each child runs under its name on the tape's module scope (Entry::scope "blocks.3", ...).
+  Tape& tape = Tape::current();
+  auto scoped = [&](const std::string& name, auto forward) {
+    ModuleScope scope(tape, name);
+    return forward();
+  };
   // x = tok_emb[ids] + pos_emb[0:T]:  (B, T, C) + (T, C) -> (B, T, C)
-  Var x = (tok_emb.forward(ids, site) + pos_emb.forward(s[1], site)).named("emb");
+  Var x = (scoped("tok_emb", [&] { return tok_emb.forward(ids, site); }) +
+           scoped("pos_emb", [&] { return pos_emb.forward(s[1], site); }))
+              .named("emb");
   last = LMTrace{};
   last.emb = x;
-  for (auto& block : blocks) x = block->forward(x, site);  // (B, T, C)
+  for (auto& block : blocks)  // (B, T, C)
+    x = scoped("blocks." + std::to_string(block->index), [&] { return block->forward(x, site); });
   if (ln_f) {
-    x = ln_f->forward(x, site).named("ln_f");  // (B, T, C), pre and peri
+    x = scoped("ln_f", [&] { return ln_f->forward(x, site); }).named("ln_f");  // (B, T, C), pre and peri
     last.final_norm = x;
   }
-  last.logits = head.forward(x, site).named("logits");  // (B, T, V) = x W_head + b_head
+  last.logits = scoped("head", [&] { return head.forward(x, site); }).named("logits");  // (B, T, V) = x W + b
   return last.logits;
 }
 

@@ -41,16 +41,16 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--placement", o.placement, "normalization placement: post, pre, peri (sandwich), deepnorm, rezero")
       ->check(CLI::IsMember({"post", "pre", "peri", "sandwich", "deepnorm", "rezero"}))
       ->capture_default_str();
-  app.add_option("--layers", o.layers, "number of residual blocks")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--d-model", o.d_model, "model width d")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--layers", o.layers, "number of residual blocks")->check(experiments::positive)->capture_default_str();
+  app.add_option("--d-model", o.d_model, "model width d")->check(experiments::positive)->capture_default_str();
   app.add_option("--heads", o.heads, "attention heads (must divide d-model)")
-      ->check(CLI::PositiveNumber)
+      ->check(experiments::positive)
       ->capture_default_str();
   app.add_option("--d-ff", o.d_ff, "MLP hidden width (0: 4 * d-model)")->capture_default_str();
   app.add_option("--seq", o.seq, "sequence length T (also the model's context)")
-      ->check(CLI::PositiveNumber)
+      ->check(experiments::positive)
       ->capture_default_str();
-  app.add_option("--batch", o.batch, "batch size B")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--batch", o.batch, "batch size B")->check(experiments::positive)->capture_default_str();
   app.add_option("--vocab", o.vocab, "vocabulary size (a text file sets its own)")
       ->check(CLI::Range(2, 1 << 20))
       ->capture_default_str();

@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "experiments/common/cli.hpp"
 #include "nn/config.hpp"
 
 namespace gs::experiments {

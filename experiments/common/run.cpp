@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <random>
 
+#include "nn/atomic_file.hpp"
 #include "nn/data.hpp"
 #include "nn/dump.hpp"
 
@@ -26,7 +27,7 @@ void add_run_options(CLI::App& app, RunOptions& options) {
   app.add_option("--out", options.out, "directory for the CSV files and the plots (PNG and SVG)")
       ->capture_default_str();
   app.add_option("--seeds", options.seeds, "seeds to average every measurement over (mean and standard deviation)")
-      ->check(CLI::PositiveNumber)
+      ->check(experiments::positive)
       ->capture_default_str();
   app.add_option("--dump", options.dump,
                  "write weights, gradients, batch and loss of one fresh batch to this directory");
@@ -44,8 +45,11 @@ void dump_model(const std::string& dir, nn::TransformerLM& model, std::size_t ba
   const nn::Dataset data = dump_corpus(model.config.vocab, batch, seq, seed);
   std::mt19937_64 rng(seed);
   const nn::Batch b = data.batch(nn::Split::train, batch, seq, rng);
-  const double loss = nn::write_dump(dir, model.config, model, b, [&](const IndexArray& x, const IndexArray& y) {
-    return model.loss(x, y);
+  double loss = 0.0;
+  nn::write_directory_atomically(dir, [&](const std::filesystem::path& tmp) {  // never half a dump
+    loss = nn::write_dump(tmp, model.config, model, b, [&](const IndexArray& x, const IndexArray& y) {
+      return model.loss(x, y);
+    });
   });
   std::printf("dumped: %s (loss %.6f on one fresh batch)\n", dir.c_str(), loss);
 }

@@ -12,15 +12,15 @@ PathSplit split_gradient(const Var& position, const std::vector<int>& identity_o
   const std::string where = "split_gradient: tape index " + std::to_string(position.index()) +
                             (e.label.empty() ? std::string() : " (" + e.label + ")");
   if (!e.has_grad) throw Error(where + " has no gradient: run backward first, from a root that depends on it");
-  if (e.contributions.empty())
-    throw Error(where + " kept no contributions: set tape.keep_contributions = true before backward "
-                        "(or it is the root itself)");
+  // engine/inspect.hpp: what each op sent into this gradient; throws if keep_contributions was off.
+  const std::vector<ContributionInfo> parts = contributions(position);
+  if (parts.empty()) throw Error(where + " is the root of backward: no op sent it a gradient");
   PathSplit s;
   s.total = e.grad;
   s.identity = xt::zeros_like(e.value);
   s.branch = xt::zeros_like(e.value);
   std::vector<bool> seen(identity_ops.size(), false);
-  for (const Contribution& c : e.contributions) {
+  for (const ContributionInfo& c : parts) {
     const auto it = std::find(identity_ops.begin(), identity_ops.end(), c.from);
     if (it != identity_ops.end()) {
       s.identity += c.grad;

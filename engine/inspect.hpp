@@ -1,0 +1,60 @@
+// Reading a tape after backward(): where each gradient came from, and the whole graph as a picture.
+//
+// With Tape::keep_contributions on, backward() keeps, for every entry, each gradient that an op sent
+// into it (Entry::contributions). The entry's gradient is their sum:
+//   dL/dx = sum over the ops c that read x of  (dL/dc) (dc/dx)
+// contributions() lists those terms with the op that sent each, and to_dot() draws every edge of the
+// graph labelled with the norm of the term that flowed back along it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/array.hpp"
+#include "engine/error.hpp"
+#include "engine/var.hpp"
+
+namespace gs {
+
+class Tape;
+
+// One term of a gradient: what one op sent back into the variable.
+struct ContributionInfo {
+  int from;           // the sender's tape index (it read the variable in its forward)
+  std::string op;     // the sender's op, e.g. "add", "matmul", "layernorm"
+  std::string label;  // the sender's label ("" if none)
+  std::string scope;  // the sender's module scope, e.g. "blocks.3.attn"
+  Array grad;         // what it sent, in the variable's shape
+  double norm;        // |grad|, the Frobenius norm
+};
+
+// The terms summed into v's gradient by the last backward(), in the order they arrived (senders from
+// the highest tape index down). Their sum is v.grad(). Empty for the root of backward (its gradient is
+// the seed). Throws gs::Error if v has no gradient, or if the tape kept no contributions
+// (set tape.keep_contributions = true before backward).
+std::vector<ContributionInfo> contributions(const Var& v, Site site = Site::current());
+
+// How to_dot() draws a tape.
+struct DotOptions {
+  std::string title;           // shown at the top ("" for none)
+  bool show_constants = true;  // draw "const" leaves (inputs, targets, masks)
+  bool legend = true;          // a box explaining colours and line styles
+  std::size_t max_entries = 5000;  // throws above this: dot would take minutes and the picture is unreadable
+};
+
+// The tape as a Graphviz DOT graph (render with `dot -Tsvg graph.dot -o graph.svg`):
+//  - node "n<i>" per entry i: tape index, op, label, shape and |grad|; parameters are boxes, leaves
+//    and constants ellipses, ops rounded boxes;
+//  - edge input -> op per input, labelled with the norm of the gradient that op sent back into that
+//    input and coloured by it on a log scale (blue small, violet, red large); grey and unlabelled where no
+//    gradient was kept (keep_contributions off, or the input needs none);
+//  - entries grouped by Entry::scope: one cluster per module ("blocks.3"), nested clusters for its
+//    children ("blocks.3.attn");
+//  - residual adds y = s + f(s) (an add one of whose inputs, s or deepnorm's alpha * s, the other input
+//    depends on, that other input computed in a child module of the add's scope): at the stream
+//    position s, the edge into the skip path is bold and labelled "skip |g|", the edges into the
+//    branch's first ops dashed and labelled "branch |g|", and s's node shows "skip a | branch b", the
+//    norms of the two parts of its gradient, so that they are compared at a glance.
+std::string to_dot(const Tape& tape, const DotOptions& options = {});
+
+}  // namespace gs

@@ -1,0 +1,257 @@
+// Watching gradients: module scopes on the tape, the contributions summed into a gradient
+// (engine/inspect.hpp), and the DOT picture of the graph, checked against the tape it was drawn from.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include "check.hpp"
+#include "experiments/common/graph.hpp"
+#include "experiments/common/stream_split.hpp"
+#include "nn/atomic_file.hpp"
+#include "nn/transformer_lm.hpp"
+#include "nn_gradcheck.hpp"
+
+using namespace gs;
+using namespace gs::nn;
+
+namespace {
+
+const IndexArray ids = {{0, 3, 2}, {4, 4, 1}};      // (B, T) = (2, 3), vocab 5 (tiny_config)
+const IndexArray targets = {{3, 2, 1}, {4, 1, 0}};
+
+std::string num(double x) {  // as to_dot prints edge labels
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
+// Every edge line "  n<from> -> n<to> [label="...", ...]" of a DOT text: (from, to) -> label ("" if none).
+std::multimap<std::pair<int, int>, std::string> edges(const std::string& dot) {
+  std::multimap<std::pair<int, int>, std::string> out;
+  const std::regex edge(R"re(\n  n(\d+) -> n(\d+) \[(label="([^"]*)")?)re");
+  for (auto it = std::sregex_iterator(dot.begin(), dot.end(), edge); it != std::sregex_iterator(); ++it)
+    out.insert({{std::stoi((*it)[1]), std::stoi((*it)[2])}, (*it)[4]});
+  return out;
+}
+
+std::string label_of(const std::string& dot, int from, int to) {
+  const auto all = edges(dot);
+  const auto it = all.find({from, to});
+  REQUIRE(it != all.end());
+  return it->second;
+}
+
+bool is_under(const std::string& scope, const std::string& prefix) { return scope.rfind(prefix, 0) == 0; }
+
+bool have_dot() { return std::system("command -v dot > /dev/null 2>&1") == 0; }
+
+}  // namespace
+
+TEST_CASE("ModuleScope stamps the dotted module path on every entry recorded inside it", "[tape][scope]") {
+  Tape tape;
+  Var x = tape.leaf(Array{1.0, 2.0});
+  REQUIRE(x.entry().scope.empty());
+  {
+    ModuleScope block(tape, "blocks.3");
+    Var y = x * 2.0;
+    REQUIRE(y.entry().scope == "blocks.3");
+    {
+      ModuleScope attn(tape, "attn");
+      REQUIRE(tape.scope() == "blocks.3.attn");
+      REQUIRE(tanh(y).entry().scope == "blocks.3.attn");
+      REQUIRE(tape.leaf(Array{0.0}).entry().scope == "blocks.3.attn");
+    }
+    REQUIRE((y + x).entry().scope == "blocks.3");
+  }
+  REQUIRE(tape.scope().empty());
+  REQUIRE(sum(x).entry().scope.empty());
+}
+
+TEST_CASE("a TransformerLM's entries carry their module: block, sublayer, and the residual adds at block level",
+          "[tape][scope][nn]") {
+  for (Placement placement : nn::all_placements) {
+    INFO(to_string(placement));
+    TransformerLM model(test::tiny_config(placement));
+    Tape tape;
+    TapeScope use(tape);
+    model.loss(ids, targets);
+    for (std::size_t l = 0; l < 2; ++l) {
+      const BlockTrace& t = model.blocks[l]->last;
+      const std::string b = "blocks." + std::to_string(l);
+      REQUIRE(t.attn_sum.entry().scope == b);  // the residual adds belong to the block itself
+      REQUIRE(t.mlp_sum.entry().scope == b);
+      REQUIRE(model.blocks[l]->attn.last_att.entry().scope == b + ".attn");
+      REQUIRE(tape.entry(t.attn_sum.entry().inputs[0]).scope != b + ".attn");  // the skip input is not attn's
+    }
+    for (std::size_t i = 0; i < tape.size(); ++i) {
+      const Entry& e = tape.entry(static_cast<int>(i));
+      if (std::string(e.op) == "param") {  // a parameter enters the tape inside its own module
+        INFO(e.label);
+        const std::string module = e.label.substr(0, e.label.rfind('.'));
+        REQUIRE(module.rfind(e.scope, 0) == 0);  // "blocks.0.attn.q.weight" in "blocks.0.attn"
+        REQUIRE(!e.scope.empty());
+      }
+    }
+    REQUIRE(model.last.logits.entry().scope == "head");
+    REQUIRE(model.last.emb.entry().scope.empty());
+  }
+}
+
+TEST_CASE("contributions(v) lists each term of v's gradient with its sender, summing to the gradient",
+          "[inspect][contributions]") {
+  Tape tape;
+  tape.keep_contributions = true;
+  Var x = tape.leaf(test::randn({3, 4}, 2)).named("x");
+  Var branch;
+  {
+    ModuleScope scope(tape, "f");
+    branch = tanh(x).named("branch");
+  }
+  Var y = x + branch;  // x reaches y through the identity and through tanh
+  Var z = sum(y * y);
+  z.backward();
+
+  const std::vector<ContributionInfo> parts = contributions(x);
+  REQUIRE(parts.size() == 2);
+  REQUIRE(parts[0].from == y.index());
+  REQUIRE(parts[0].op == "add");
+  REQUIRE(parts[0].scope.empty());
+  REQUIRE(parts[1].from == branch.index());
+  REQUIRE(parts[1].op == "tanh");
+  REQUIRE(parts[1].label == "branch");
+  REQUIRE(parts[1].scope == "f");
+  // The add passes dL/dy through unchanged; tanh sends dL/dy * (1 - tanh^2 x).
+  REQUIRE(xt::allclose(parts[0].grad, 2.0 * y.value(), 0.0, 1e-14));
+  REQUIRE(xt::allclose(parts[1].grad, 2.0 * y.value() * (1.0 - branch.value() * branch.value()), 0.0, 1e-14));
+  REQUIRE(xt::allclose(parts[0].grad + parts[1].grad, x.grad(), 0.0, 1e-14));
+  for (const ContributionInfo& c : parts) REQUIRE(c.norm == Approx(norm(c.grad)).epsilon(1e-15));
+  REQUIRE(contributions(z).empty());  // the root's gradient is the seed
+
+  // An input read twice by one op gets two terms from it.
+  tape.reset();
+  Var w = tape.leaf(Array{3.0});
+  sum(w * w).backward();
+  const std::vector<ContributionInfo> twice = contributions(w);
+  REQUIRE(twice.size() == 2);
+  REQUIRE(twice[0].from == twice[1].from);
+  REQUIRE(twice[0].grad(0) == 3.0);
+}
+
+TEST_CASE("contributions(v) says what is missing: keep_contributions, or a gradient", "[inspect][contributions]") {
+  Tape tape;
+  Var x = tape.leaf(Array{1.0, 2.0});
+  Var unused = tape.leaf(Array{1.0});
+  sum(tanh(x)).backward();  // keep_contributions off
+  REQUIRE_THROWS_AS(contributions(x), Error);
+  REQUIRE_THROWS_WITH(contributions(x), Catch::Contains("keep_contributions") && Catch::Contains("tape index 0"));
+  tape.keep_contributions = true;
+  sum(tanh(x)).backward();
+  REQUIRE(contributions(x).size() == 1);
+  REQUIRE_THROWS_WITH(contributions(unused), Catch::Contains("has no gradient"));
+}
+
+TEST_CASE("to_dot: one cluster per block with nested sublayers, edges labelled with the norms they carried",
+          "[inspect][dot]") {
+  for (Placement placement : nn::all_placements) {
+    INFO(to_string(placement));
+    ModelConfig config = test::tiny_config(placement);
+    TransformerLM model(config);
+    test::jitter(model.named_parameters(), 0.3, 4);  // rezero's gates away from 0, so every branch carries
+    Tape tape;
+    TapeScope use(tape);
+    tape.keep_contributions = true;
+    model.loss(ids, targets).backward();
+    const std::string dot = to_dot(tape);
+
+    REQUIRE(dot.rfind("digraph tape {", 0) == 0);
+    for (const char* cluster : {"label=\"blocks.0\"", "label=\"blocks.1\"", "label=\"attn\"", "label=\"mlp\""})
+      REQUIRE(dot.find(cluster) != std::string::npos);
+    if (placement != Placement::rezero) REQUIRE(dot.find("label=\"ln1\"") != std::string::npos);
+    // Every entry is a node, every input an edge.
+    std::size_t inputs = 0;
+    for (std::size_t i = 0; i < tape.size(); ++i) inputs += tape.entry(static_cast<int>(i)).inputs.size();
+    REQUIRE(edges(dot).size() == inputs);
+
+    // At every stream position: the skip edge carries what the skip path sent back, each branch edge
+    // what that op of the branch sent, and the node shows the split that the stream binary reports.
+    std::size_t branch_edges = 0;
+    for (const auto& [key, label] : edges(dot)) branch_edges += label.rfind("branch ", 0) == 0;
+    REQUIRE(branch_edges >= 2 * config.layers);
+    const std::vector<experiments::StreamPosition> positions = experiments::stream_positions(model);
+    for (std::size_t k = 0; k + 1 < positions.size(); ++k) {
+      INFO(positions[k].name);
+      const Var& s = positions[k].value;
+      const experiments::PathSplit split = experiments::split_gradient(s, {positions[k].identity_op});
+      REQUIRE(dot.find("|g| " + num(norm(s.grad())) + "\\nskip " + num(norm(split.identity)) + " | branch " +
+                       num(norm(split.branch)) + "\"") != std::string::npos);
+      REQUIRE(label_of(dot, s.index(), positions[k].identity_op) == "skip " + num(norm(split.identity)));
+      for (const ContributionInfo& c : contributions(s))
+        if (c.from != positions[k].identity_op && is_under(c.scope, "blocks"))
+          REQUIRE(label_of(dot, s.index(), c.from) == "branch " + num(c.norm));
+    }
+    // An ordinary edge, parameter -> the op that reads it: the parameter's whole gradient came that way.
+    for (const ContributionInfo& c : contributions(model.blocks[1]->mlp.fc1.weight))
+      REQUIRE(label_of(dot, model.blocks[1]->mlp.fc1.weight.var().index(), c.from) == num(c.norm));
+  }
+}
+
+TEST_CASE("to_dot without contributions draws grey unlabelled edges; the DOT renders with Graphviz",
+          "[inspect][dot]") {
+  TransformerLM model(test::tiny_config(Placement::post));
+  Tape tape;
+  TapeScope use(tape);
+  model.loss(ids, targets).backward();  // keep_contributions off
+  const std::string dot = to_dot(tape);
+  for (const auto& [key, label] : edges(dot)) REQUIRE(label.empty());
+  REQUIRE(dot.find("color=\"#bbbbbb\"") != std::string::npos);
+  DotOptions few;
+  few.max_entries = 10;
+  REQUIRE_THROWS_WITH(to_dot(tape, few), Catch::Contains("max_entries"));
+
+  if (!have_dot()) {
+    WARN("Graphviz's dot is not installed: skipping the rendering check (apt-get install graphviz)");
+    return;
+  }
+  tape.keep_contributions = true;
+  model.loss(ids, targets).backward();
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gradscope_test_graph";
+  std::filesystem::create_directories(dir);
+  DotOptions titled;
+  titled.title = "a \"quoted\" title";
+  nn::write_file_atomically(dir / "tiny.dot", to_dot(tape, titled));
+  const std::string render = "dot -Tsvg -o " + (dir / "tiny.svg").string() + " " + (dir / "tiny.dot").string();
+  REQUIRE(std::system(render.c_str()) == 0);
+  REQUIRE(nn::read_file(dir / "tiny.svg").find("<svg") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("write_model_graph (--graph) writes DOT, or SVG through dot, atomically", "[experiments][dot]") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gradscope_test_model_graph";
+  std::filesystem::remove_all(dir);
+  experiments::ModelOptions o;
+  o.layers = 1;
+  o.d_model = 8;
+  o.heads = 2;
+  o.seq = 4;
+  o.batch = 2;
+  o.vocab = 7;
+  o.placement = "post";
+  experiments::write_model_graph((dir / "g.dot").string(), o);
+  const std::string dot = nn::read_file(dir / "g.dot");
+  REQUIRE(dot.find("label=\"blocks.0\"") != std::string::npos);
+  REQUIRE(dot.find("label=\"skip ") != std::string::npos);
+  REQUIRE(Tape::current().keep_contributions == false);  // restored
+  if (have_dot()) {
+    experiments::write_graph_file((dir / "g.svg").string(), dot);
+    REQUIRE(nn::read_file(dir / "g.svg").find("<svg") != std::string::npos);
+  } else {
+    REQUIRE_THROWS_WITH(experiments::write_graph_file((dir / "g.svg").string(), dot), Catch::Contains("graphviz"));
+  }
+  for (const auto& f : std::filesystem::directory_iterator(dir))  // no temporary file left behind
+    REQUIRE(f.path().filename().string().find(".tmp") == std::string::npos);
+  std::filesystem::remove_all(dir);
+}
