@@ -1,0 +1,17 @@
+// Your solution of exercise 4: docs/coursework.md#ex4. Check it with
+//   build/bin/gradscope_tests "[ex4]"     (configured with -DGRADSCOPE_COURSEWORK=student)
+#include "../ex4_gradcheck.hpp"
+
+#include "engine/engine.hpp"
+
+namespace gs::coursework {
+
+bool gradients_agree(const ScalarFunction& f, const Array& x) {
+  // 1. On a fresh Tape (with a TapeScope), make a leaf from x, call f, backward(), read leaf.grad().
+  // 2. For every element i: L at x + h e_i and at x - h e_i (each on a fresh tape), the central
+  //    difference, and compare it with the analytic gradient.
+  (void)f, (void)x;
+  fail("gradients_agree", Site::current(), "not implemented yet: see docs/coursework.md#ex4");
+}
+
+}  // namespace gs::coursework
