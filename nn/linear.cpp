@@ -55,8 +55,9 @@ Var linear(const Var& x, const Var& weight, const Var& bias, Site site) {
         gemm(false, true, rows, in, out, 1.0, G, out, g.in(1).data(), out, 0.0, dx.data(), in);
     }
     if (g.needs(1)) {
-      dw = xt::zeros<double>({in, out});
-      if (rows > 0 && in > 0 && out > 0)
+      dw = Array::from_shape({in, out});
+      if (rows == 0) dw.fill(0.0);  // otherwise the gemm (beta = 0) writes every element
+      else if (in > 0 && out > 0)
         gemm(true, false, in, out, rows, 1.0, g.in(0).data(), in, G, out, 0.0, dw.data(), out);
     }
     if (g.needs(2)) {

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <xtensor/xnoalias.hpp>
+
 #include "engine/error.hpp"
 
 namespace gs::nn {
@@ -32,11 +34,12 @@ Sgd::Sgd(std::vector<NamedParameter> parameters, SgdOptions options)
 
 void Sgd::update(std::size_t p, Array& value, const Array& grad, double lr) {
   Array& v = slot(0, p);
+  // In place (xt::noalias): each element reads only its own position, so no temporary is needed.
   if (options_.weight_decay != 0.0)
-    v = options_.momentum * v + (grad + options_.weight_decay * value);  // v <- mu v + (g + wd theta)
+    xt::noalias(v) = options_.momentum * v + (grad + options_.weight_decay * value);  // v <- mu v + (g + wd theta)
   else
-    v = options_.momentum * v + grad;                                    // v <- mu v + g
-  value -= lr * v;                                                       // theta <- theta - lr v
+    xt::noalias(v) = options_.momentum * v + grad;                                    // v <- mu v + g
+  xt::noalias(value) -= lr * v;                                                       // theta <- theta - lr v
 }
 
 Adam::Adam(std::vector<NamedParameter> parameters, AdamOptions options)
