@@ -1,0 +1,51 @@
+// What dynamics measures at each training step (experiments/dynamics.cpp explains the four links of
+// Wang et al.'s chain that these numbers test): the gradient norm of each layer, the RMS of every
+// residual-stream LayerNorm's input, and the gain of the gradient through each of those LNs.
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/engine.hpp"
+#include "nn/data.hpp"
+#include "nn/transformer_lm.hpp"
+
+namespace gs::experiments {
+
+double rms(const Array& x);  // sqrt(mean x^2)
+
+// An LN of the residual stream: the handles of its input and output on the current tape.
+struct LnSite {
+  std::string name;
+  Var in, out;
+};
+
+// The LNs whose input is the residual stream, after a forward pass: post and deepnorm the sums
+// entering ln1, ln2; pre and peri the stream entering ln1, ln2 and ln_f; rezero has none.
+std::vector<LnSite> ln_sites(const nn::TransformerLM& model);
+
+// Parameter groups: 0 the input embedding, 1..L the blocks, L+1 the output (ln_f, head).
+std::size_t layer_group(const std::string& name, std::size_t layers);
+std::vector<std::string> layer_names(std::size_t layers);  // "emb", "block0", ..., "out"
+
+// |dL/dW| of each group: sqrt of the sum of the squared gradients of its parameters.
+std::vector<double> layer_grad_norms(const nn::TransformerLM& model);
+
+// The logits on the probe batch, with the model as it is now (no gradient; resets the current tape).
+Array probe_logits(nn::TransformerLM& model, const nn::Batch& probe);
+
+struct StepRecord {
+  double loss = NAN, lr = NAN, grad_norm = NAN, output_move = NAN;
+  std::vector<double> layer_grad;  // [emb, block 0..L-1, out]
+  std::vector<double> ln_rms;      // per LN site
+  std::vector<double> ln_gain;     // |dL/d in| / |dL/d out| per LN site
+};
+
+// |dL/dx| of the part of x's gradient that came back through the LN alone (needs keep_contributions).
+double through_ln(const LnSite& s);
+
+// What the forward and backward pass of this step left on the tape: layer_grad, ln_rms, ln_gain.
+void read_tape(const nn::TransformerLM& model, StepRecord& r);
+
+}  // namespace gs::experiments
