@@ -17,15 +17,7 @@ using namespace gs::experiments;
 namespace {
 
 nn::ModelConfig tiny(nn::Placement placement) {
-  nn::ModelConfig c;
-  c.vocab = 8;
-  c.context = 4;
-  c.d_model = 8;
-  c.heads = 2;
-  c.layers = 2;
-  c.placement = placement;
-  c.seed = 3;
-  return c;
+  return {.vocab = 8, .context = 4, .d_model = 8, .heads = 2, .layers = 2, .placement = placement, .seed = 3};
 }
 
 // Runs the loss of `model` on batch 0 of seed 3 and its backward pass.

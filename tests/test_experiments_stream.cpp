@@ -17,16 +17,7 @@ namespace {
 
 // V=7, T=4, d=8, 2 heads, d_ff=16, 3 layers: positions emb, 0.mid, 0.out, ..., 2.out (7 of them).
 ModelConfig small(Placement placement) {
-  ModelConfig c;
-  c.vocab = 7;
-  c.context = 4;
-  c.d_model = 8;
-  c.heads = 2;
-  c.d_ff = 16;
-  c.layers = 3;
-  c.placement = placement;
-  c.seed = 5;
-  return c;
+  return {.vocab = 7, .context = 4, .d_model = 8, .heads = 2, .layers = 3, .d_ff = 16, .placement = placement, .seed = 5};
 }
 
 const IndexArray ids = {{0, 3, 6, 2}, {5, 5, 1, 4}};

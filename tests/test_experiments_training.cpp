@@ -15,15 +15,7 @@ using namespace gs::experiments;
 namespace {
 
 nn::ModelConfig tiny_config(nn::Placement placement) {
-  nn::ModelConfig c;
-  c.vocab = 8;
-  c.context = 8;
-  c.d_model = 8;
-  c.heads = 2;
-  c.layers = 2;
-  c.placement = placement;
-  c.seed = 3;
-  return c;
+  return {.vocab = 8, .context = 8, .d_model = 8, .heads = 2, .layers = 2, .placement = placement, .seed = 3};
 }
 
 Corpus tiny_corpus() {

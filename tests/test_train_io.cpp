@@ -41,14 +41,7 @@ void overwrite(const fs::path& file, const std::string& bytes) {
 }
 
 ModelConfig tiny_config() {
-  ModelConfig c;
-  c.vocab = 7;
-  c.context = 5;
-  c.d_model = 8;
-  c.heads = 2;
-  c.layers = 2;
-  c.seed = 3;
-  return c;
+  return {.vocab = 7, .context = 5, .d_model = 8, .heads = 2, .layers = 2, .seed = 3};
 }
 
 }  // namespace
