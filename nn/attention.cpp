@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/engine.hpp"
+#include "engine/ops/vector_math.hpp"
 
 namespace gs::nn {
 namespace {
@@ -79,8 +80,9 @@ Var attention_weights(const Var& q, const Var& k, std::size_t heads, Site site) 
       for (std::size_t i = 0; i < T; ++i) {
         double* row = A + i * T;
         const double m = *std::max_element(row, row + i + 1);
+        kernels::exp_shifted(row, i + 1, m);  // row[j] = e^(row[j] - m), vectorised
         double sum = 0.0;
-        for (std::size_t j = 0; j <= i; ++j) sum += (row[j] = std::exp(row[j] - m));
+        for (std::size_t j = 0; j <= i; ++j) sum += row[j];
         for (std::size_t j = 0; j <= i; ++j) row[j] /= sum;
         std::fill(row + i + 1, row + T, 0.0);
       }

@@ -9,6 +9,7 @@
 #include <xtensor/xoperation.hpp>
 
 #include "engine/broadcast.hpp"
+#include "engine/ops/vector_math.hpp"
 #include "engine/tape.hpp"
 
 namespace gs {
@@ -108,23 +109,16 @@ Var relu(const Var& x, Site site) {
 Var gelu(const Var& x, Site site) {
   // y = x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2 the normal CDF (the exact, erf form)
   // dy/dx = Phi(x) + x phi(x),  phi(x) = e^(-x^2/2) / sqrt(2 pi) the normal density
-  const double inv_sqrt2 = 1.0 / std::numbers::sqrt2;
+  // Plain formulation: v * 0.5 * (1.0 + xt::erf(v / sqrt 2)). kernels::gelu_forward computes the same
+  // bits in one loop that the compiler vectorises for the host CPU (engine/ops/vector_math.hpp).
   const Array& v = x.value(site);
-  return x.tape(site).record("gelu", {x}, v * 0.5 * (1.0 + xt::erf(v * inv_sqrt2)), [](const BackwardArgs& g) -> Grads {
-    // Phi(x) is read off the output, Phi(x) = y / x, rather than computed by a second erf (the costliest
-    // function of the step). At x = 0, and for |x| < 1e-300 where x Phi(x) would lose digits, Phi = 1/2.
-    // (tests/test_fused_kernels.cpp checks this against Phi + x phi computed with erf.)
-    const double inv_sqrt_2pi = 0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2;
-    const double* X = g.in(0).data();
-    const double* Y = g.out.data();
-    const double* G = g.grad.data();
+  Array y = Array::from_shape(shape_of(v));
+  kernels::gelu_forward(v.data(), y.data(), v.size());
+  return x.tape(site).record("gelu", {x}, std::move(y), [](const BackwardArgs& g) -> Grads {
+    // Plain formulation: g.grad * (Phi(x) + x phi(x)) with Phi from erf and phi from exp. The kernel
+    // reads Phi(x) off the output instead (tests/test_fused_kernels.cpp checks the two agree).
     Array dx = Array::from_shape(shape_of(g.grad));
-    for (std::size_t i = 0; i < dx.size(); ++i) {
-      const double xi = X[i];
-      const double cdf = std::abs(xi) >= 1e-300 ? Y[i] / xi : 0.5;
-      const double pdf = inv_sqrt_2pi * std::exp(-0.5 * xi * xi);
-      dx.data()[i] = G[i] * (cdf + xi * pdf);
-    }
+    kernels::gelu_backward(g.in(0).data(), g.out.data(), g.grad.data(), dx.data(), dx.size());
     return {std::move(dx)};
   }, site);
 }
