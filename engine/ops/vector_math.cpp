@@ -61,13 +61,16 @@ GS_INLINE double exp_inline(double a) {
 //   |a| < 0.65         erf(a) = a P1(a^2) / Q1(a^2)
 //   0.65 <= |a| < 2.2  erf(|a|) = 1 - e^(-a^2) P2(|a|) / Q2(|a|)
 //   2.2 <= |a|         erf(|a|) = 1 - e^(-a^2) P3(|a|) / Q3(|a|)   (1 to double precision beyond 6)
-// and erf(-a) = -erf(a). One division serves all three: numerator and denominator are picked first.
+// and erf(-a) = -erf(a).
 GS_INLINE double erf_inline(double a) {
+  // P1 and Q1 have 5 coefficients; the two zeros on top make all six polynomials the same length and
+  // change no bit: Horner's rule then starts 0, 0 * t + 0, 0 * t + c4 = c4.
   constexpr double P1[] = {std::bit_cast<double>(0x3ff20dd750429b61ull), std::bit_cast<double>(0x3fc16500f106c0a5ull),
                            std::bit_cast<double>(0x3fa4a59a4f02579cull), std::bit_cast<double>(0x3f53b7664358865aull),
-                           std::bit_cast<double>(0x3f110512d5b20332ull)};
+                           std::bit_cast<double>(0x3f110512d5b20332ull), 0.0, 0.0};
   constexpr double Q1[] = {1.0, std::bit_cast<double>(0x3fdd0a84eb1ca867ull), std::bit_cast<double>(0x3fb64536ca92ea2full),
-                           std::bit_cast<double>(0x3f8166f75999dbd1ull), std::bit_cast<double>(0x3f37ea4332348252ull)};
+                           std::bit_cast<double>(0x3f8166f75999dbd1ull), std::bit_cast<double>(0x3f37ea4332348252ull),
+                           0.0, 0.0};
   constexpr double P2[] = {std::bit_cast<double>(0x3feffffffbbb552bull), std::bit_cast<double>(0x3ff54dfe9b258a60ull),
                            std::bit_cast<double>(0x3fec1986509e687bull), std::bit_cast<double>(0x3fd53dd7a67c7e9full),
                            std::bit_cast<double>(0x3fb2488a6b5cb5e5ull), std::bit_cast<double>(0x3f7cf4cfe0aacbb4ull),
@@ -84,14 +87,19 @@ GS_INLINE double erf_inline(double a) {
                            std::bit_cast<double>(0x400602f24bf3fdb6ull), std::bit_cast<double>(0x400afd487397568full),
                            std::bit_cast<double>(0x400315ffdfd5ce91ull), std::bit_cast<double>(0x3ff0cfd4cb6cde9full),
                            std::bit_cast<double>(0x3fd1d7ab774bb837ull), std::bit_cast<double>(0x3fa47bd61bbb3843ull)};
-  // Every fit and the exponential are computed, then selected: a loop without branches vectorises.
+  // Each element picks its fit's coefficients, and one Horner loop evaluates numerator and denominator
+  // (in a^2 for the first fit, in |a| for the others). No branches, so the loop vectorises.
   const double x = std::fabs(a);
   const double xx = x * x;
-  const double p1 = horner(xx, P1), q1 = horner(xx, Q1);
-  const double p2 = horner(x, P2), q2 = horner(x, Q2);
-  const double p3 = horner(x, P3), q3 = horner(x, Q3);
   const bool small = x < 0.65, middle = x < 2.2;
-  const double ratio = (small ? p1 : middle ? p2 : p3) / (small ? q1 : middle ? q2 : q3);
+  const double t = small ? xx : x;
+  double p = small ? P1[6] : middle ? P2[6] : P3[6];
+  double q = small ? Q1[6] : middle ? Q2[6] : Q3[6];
+  for (int i = 5; i >= 0; --i) {
+    p = p * t + (small ? P1[i] : middle ? P2[i] : P3[i]);
+    q = q * t + (small ? Q1[i] : middle ? Q2[i] : Q3[i]);
+  }
+  const double ratio = p / q;
   const double erf_x = 1.0 - exp_inline(-xx) * ratio;  // erf(|a|), for |a| >= 0.65
   const double signed_erf_x = a < 0.0 ? -erf_x : erf_x;
   const double large = x == HUGE_VAL ? std::copysign(1.0, a) : signed_erf_x;
