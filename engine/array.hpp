@@ -16,6 +16,10 @@ using IndexArray = xt::xarray<std::int64_t>;  // integer ids: token ids, targets
 using Mask = xt::xarray<bool>;                // true where masked_fill / where picks
 using Shape = std::vector<std::size_t>;
 
+// An array of shape (0,), with no elements. Making one allocates nothing, unlike Array{}, which is a
+// 0-d array holding one 0.0 on the heap.
+inline Array empty_array() { return Array::from_shape({0}); }
+
 // The shape of an array as a Shape (xtensor's own shape type is an svector).
 template <class E>
 Shape shape_of(const E& e) {

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 
 #include <xtensor/xnoalias.hpp>
 
@@ -48,20 +49,31 @@ ModuleScope::ModuleScope(Tape& tape, const std::string& name) : tape_(tape), pre
 }
 ModuleScope::~ModuleScope() { tape_.scope_.resize(previous_size_); }
 
+Entry& Tape::append() {
+  if (size_ == entries_.size()) entries_.emplace_back();
+  return entries_[size_++];
+}
+
+std::size_t Tape::in_range(int index) const {
+  if (index < 0 || static_cast<std::size_t>(index) >= size_)
+    throw std::out_of_range("Tape::entry: index " + std::to_string(index) + " is not on the tape (size " +
+                            std::to_string(size_) + ")");
+  return static_cast<std::size_t>(index);
+}
+
 Var Tape::leaf(Array value, bool requires_grad, Site site) {
-  Entry e;
+  Entry& e = append();
   e.op = "leaf";
   e.scope = scope_;
   e.site = site;
   e.value = std::move(value);
   e.requires_grad = requires_grad && grad_enabled;
-  entries_.push_back(std::move(e));
-  return Var(this, static_cast<int>(entries_.size() - 1), generation_);
+  return Var(this, static_cast<int>(size_ - 1), generation_);
 }
 
 Var Tape::constant(Array value, Site site) {
   Var v = leaf(std::move(value), false, site);
-  entries_.back().op = "const";
+  entries_[size_ - 1].op = "const";
   return v;
 }
 
@@ -69,9 +81,9 @@ const Entry& Tape::checked_entry(int index, std::uint64_t generation, const char
   if (generation != generation_)
     fail(what, site, "this Var (tape index " + std::to_string(index) +
                          ") belongs to a tape that has been reset since it was made; make it again this step");
-  if (index < 0 || static_cast<std::size_t>(index) >= entries_.size())
+  if (index < 0 || static_cast<std::size_t>(index) >= size_)
     fail(what, site, "tape index " + std::to_string(index) + " is not on the tape (size " +
-                         std::to_string(entries_.size()) + ")");
+                         std::to_string(size_) + ")");
   return entries_[static_cast<std::size_t>(index)];
 }
 
@@ -79,27 +91,27 @@ Entry& Tape::checked_entry(int index, std::uint64_t generation, const char* what
   return const_cast<Entry&>(std::as_const(*this).checked_entry(index, generation, what, site));
 }
 
-Var Tape::record(const char* op, const std::vector<Var>& inputs, Array value, BackwardFn backward, Site site) {
-  Entry e;
-  e.op = op;
-  e.scope = scope_;
-  e.site = site;
-  e.inputs.reserve(inputs.size());
+Var Tape::record(const char* op, std::span<const Var> inputs, Array value, BackwardFn backward, Site site) {
+  bool requires_grad = false;
   for (const Var& in : inputs) {
     if (&in.tape(site) != this)
       fail(op, site, "its inputs live on different tapes (use one tape per computation)");
     const Entry& input = checked_entry(in.index(), in.generation(), op, site);  // throws for stale handles
-    e.inputs.push_back(in.index());
-    e.requires_grad = e.requires_grad || input.requires_grad;
+    requires_grad = requires_grad || input.requires_grad;
   }
-  e.requires_grad = e.requires_grad && grad_enabled;
+  if (anomaly_mode && !all_finite(value))
+    fail(op, site, "anomaly mode: forward value of shape " + shape_str(shape_of(value)) +
+                       " has NaN or Inf (it would be tape index " + std::to_string(size_) + ")");
+  Entry& e = append();
+  e.op = op;
+  e.scope = scope_;
+  e.site = site;
+  e.inputs.reserve(inputs.size());
+  for (const Var& in : inputs) e.inputs.push_back(in.index());
+  e.requires_grad = requires_grad && grad_enabled;
   if (e.requires_grad) e.backward = std::move(backward);
   e.value = std::move(value);
-  if (anomaly_mode && !all_finite(e.value))
-    fail(op, site, "anomaly mode: forward value of shape " + shape_str(shape_of(e.value)) +
-                       " has NaN or Inf (it would be tape index " + std::to_string(entries_.size()) + ")");
-  entries_.push_back(std::move(e));
-  return Var(this, static_cast<int>(entries_.size() - 1), generation_);
+  return Var(this, static_cast<int>(size_ - 1), generation_);
 }
 
 void Tape::backward(const Var& root, Site site) {
@@ -119,13 +131,15 @@ void Tape::backward(const Var& root, const Array& seed, Site site) {
   if (shape_of(seed) != shape_of(r.value))
     fail("backward", site, "the seed gradient has shape " + shape_str(shape_of(seed)) +
                                " but the root has shape " + shape_str(shape_of(r.value)));
-  for (Entry& e : entries_) {  // drop the gradients of an earlier sweep
-    e.has_grad = false;
-    e.contributions.clear();
+  for (std::size_t i = 0; i < size_; ++i) {  // drop the gradients of an earlier sweep
+    entries_[i].has_grad = false;
+    entries_[i].contributions.clear();
   }
   entries_[static_cast<std::size_t>(top)].grad = seed;
   entries_[static_cast<std::size_t>(top)].has_grad = true;
 
+  std::vector<const Array*> input_values;  // what BackwardArgs lists, refilled for each entry
+  std::vector<bool> input_needs_grad;
   for (int i = top; i >= 0; --i) {  // the reverse sweep: a plain loop over tape indices
     Entry& e = entries_[static_cast<std::size_t>(i)];
     if (!e.has_grad) continue;  // not on a path from the root
@@ -139,20 +153,24 @@ void Tape::backward(const Var& root, const Array& seed, Site site) {
     if (e.param) xt::noalias(e.param->grad) += e.grad;  // in place: no temporary sum
     if (!e.backward) continue;
 
-    BackwardArgs args{e.grad, e.value, {}, {}};
+    input_values.clear();
+    input_needs_grad.clear();
     for (int in : e.inputs) {
       const Entry& input = entries_[static_cast<std::size_t>(in)];
-      args.inputs.push_back(&input.value);
-      args.needs_grad.push_back(input.requires_grad);
+      input_values.push_back(&input.value);
+      input_needs_grad.push_back(input.requires_grad);
     }
+    const BackwardArgs args{e.grad, e.value, input_values, input_needs_grad};
     Grads grads = e.backward(args);
     if (grads.size() != e.inputs.size())
       fail(e.op, e.site, "backward returned " + std::to_string(grads.size()) + " gradients for " +
                              std::to_string(e.inputs.size()) + " inputs");
     for (std::size_t k = 0; k < grads.size(); ++k) {
       if (!args.needs_grad[k]) continue;
-      const Shape& input_shape = shape_of(args.in(k));
-      Array g = sum_to_shape(std::move(grads[k]), input_shape, e.op, e.site);
+      const Array& input = args.in(k);
+      Array g = grads[k].shape() == input.shape()  // the common case: nothing was broadcast
+                    ? std::move(grads[k])
+                    : sum_to_shape(std::move(grads[k]), shape_of(input), e.op, e.site);
       if (anomaly_mode && !all_finite(g))
         fail(e.op, e.site, "anomaly mode: backward of tape index " + std::to_string(i) +
                                " sent a NaN or Inf gradient to its input " + std::to_string(k) +
@@ -174,7 +192,8 @@ void Tape::accumulate(int to, Array grad, int from) {
 }
 
 void Tape::reset() {
-  entries_.clear();
+  for (std::size_t i = 0; i < size_; ++i) entries_[i] = Entry{};  // frees values, gradients, backward closures
+  size_ = 0;
   generation_ = next_generation++;
 }
 
@@ -184,7 +203,7 @@ std::string Tape::listing() const {
   std::snprintf(line, sizeof line, "%5s  %-13s %-20s %-22s %-16s %12s %12s\n", "index", "op", "label", "site",
                 "shape", "|value|", "|grad|");
   out += line;
-  for (std::size_t i = 0; i < entries_.size(); ++i) {
+  for (std::size_t i = 0; i < size_; ++i) {
     const Entry& e = entries_[i];
     char grad_norm[32] = "-";
     if (e.has_grad) std::snprintf(grad_norm, sizeof grad_norm, "%.6g", norm(e.grad));

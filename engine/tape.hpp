@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -21,11 +23,12 @@ struct ParameterState;
 
 // What an op's backward receives. The tape hands the op its own output (`out`) as an argument, so no
 // backward lambda ever captures its output value.
+// The two lists belong to the tape's reverse sweep, which refills them for each entry.
 struct BackwardArgs {
-  const Array& grad;                   // dL/d(out), in out's shape
-  const Array& out;                    // the op's own output value
-  std::vector<const Array*> inputs;    // the inputs' values, in call order
-  std::vector<bool> needs_grad;        // which inputs want a gradient
+  const Array& grad;                          // dL/d(out), in out's shape
+  const Array& out;                           // the op's own output value
+  const std::vector<const Array*>& inputs;    // the inputs' values, in call order
+  const std::vector<bool>& needs_grad;        // which inputs want a gradient
 
   const Array& in(std::size_t k) const { return *inputs[k]; }
   bool needs(std::size_t k) const { return needs_grad[k]; }
@@ -58,12 +61,12 @@ struct Entry {
   std::string label;               // optional, from Var::named or the parameter's name
   std::string scope;               // the module whose forward recorded it, e.g. "blocks.3.attn" (ModuleScope)
   Site site;                       // where the user's code created this entry
-  Array value;
+  Array value = empty_array();     // (empty_array(): Array{} would allocate a 0-d array per entry)
   std::vector<int> inputs;         // tape indices, each smaller than this entry's own
   BackwardFn backward;             // empty for leaves and for entries that need no gradient
   bool requires_grad = false;
 
-  Array grad;                      // dL/d(value) after backward(), for every entry on a path
+  Array grad = empty_array();      // dL/d(value) after backward(), for every entry on a path
   bool has_grad = false;
   std::vector<GradHook> hooks;
   std::vector<Contribution> contributions;
@@ -83,8 +86,13 @@ class Tape {
   Var constant(Array value, Site site = Site::current());  // a leaf that never needs a gradient
 
   // Ops call this to append their entry. The new entry requires a gradient when grad mode is on and
-  // any input requires one; otherwise its backward is dropped.
-  Var record(const char* op, const std::vector<Var>& inputs, Array value, BackwardFn backward, Site site);
+  // any input requires one; otherwise its backward is dropped. The inputs come as a braced list,
+  // record("add", {a, b}, ...), or, for ops with any number of inputs (concat), as a vector.
+  Var record(const char* op, std::span<const Var> inputs, Array value, BackwardFn backward, Site site);
+  Var record(const char* op, std::initializer_list<Var> inputs, Array value, BackwardFn backward, Site site) {
+    return record(op, std::span<const Var>(inputs.begin(), inputs.size()), std::move(value), std::move(backward),
+                  site);
+  }
 
   // The reverse sweep: seeds root's gradient, then visits entries from root down to 0. At each
   // entry whose gradient is complete it runs the hooks, adds a parameter's gradient into the
@@ -92,12 +100,13 @@ class Tape {
   void backward(const Var& root, Site site = Site::current());
   void backward(const Var& root, const Array& seed, Site site = Site::current());
 
-  // Drops every entry; parameters keep their values and gradients. Old handles become stale.
+  // Drops every entry and frees their values and gradients; parameters keep theirs. The entries'
+  // own storage is kept for the next step's ops. Old handles become stale.
   void reset();
 
-  std::size_t size() const { return entries_.size(); }
-  const Entry& entry(int index) const { return entries_.at(static_cast<std::size_t>(index)); }
-  Entry& entry(int index) { return entries_.at(static_cast<std::size_t>(index)); }
+  std::size_t size() const { return size_; }
+  const Entry& entry(int index) const { return entries_.at(in_range(index)); }
+  Entry& entry(int index) { return entries_.at(in_range(index)); }
   std::uint64_t generation() const { return generation_; }
 
   // One line per entry: index, op, label, call site, shape, value norm, gradient norm.
@@ -117,9 +126,15 @@ class Tape {
  private:
   friend class ModuleScope;
   void accumulate(int to, Array grad, int from);
+  Entry& append();                         // the next entry, at index size()
+  std::size_t in_range(int index) const;   // index as a size_t; throws std::out_of_range past size()
+
   // A deque, not a vector: appending never moves the existing entries, so the references that
   // Var::value(), Var::grad() and entry() return stay valid while later ops are recorded.
+  // The tape is entries_[0, size_). reset() empties those entries but keeps them allocated, so the
+  // next step's ops reuse them instead of allocating an Entry each (they are large structs).
   std::deque<Entry> entries_;
+  std::size_t size_ = 0;
   std::uint64_t generation_;
   std::string scope_;
 };

@@ -13,6 +13,15 @@
 #include "engine/tape.hpp"
 
 namespace gs {
+namespace {
+
+// Throws a clear error (op, both shapes, call site) for operands that do not broadcast, before
+// xtensor would throw its own. Equal shapes, the common case, need no Shape built.
+void check_broadcast(const Var& a, const Var& b, const char* op, const Site& site) {
+  if (a.value(site).shape() != b.value(site).shape()) broadcast_shapes(a.shape(site), b.shape(site), op, site);
+}
+
+}  // namespace
 
 Var scalar_like(const Var& x, double c, Site site) {
   Array value = c;  // a 0-d array: broadcasts against anything
@@ -22,21 +31,21 @@ Var scalar_like(const Var& x, double c, Site site) {
 // ---- binary: the output has the broadcast shape; the tape reduces each gradient to its input ----
 
 Var add(const Var& a, const Var& b, Site site) {
-  broadcast_shapes(a.shape(site), b.shape(site), "add", site);
+  check_broadcast(a, b, "add", site);
   // z = a + b:  dz/da = 1,  dz/db = 1
   return a.tape(site).record("add", {a, b}, a.value() + b.value(),
                              [](const BackwardArgs& g) -> Grads { return {g.grad, g.grad}; }, site);
 }
 
 Var sub(const Var& a, const Var& b, Site site) {
-  broadcast_shapes(a.shape(site), b.shape(site), "sub", site);
+  check_broadcast(a, b, "sub", site);
   // z = a - b:  dz/da = 1,  dz/db = -1
   return a.tape(site).record("sub", {a, b}, a.value() - b.value(),
                              [](const BackwardArgs& g) -> Grads { return {g.grad, -g.grad}; }, site);
 }
 
 Var mul(const Var& a, const Var& b, Site site) {
-  broadcast_shapes(a.shape(site), b.shape(site), "mul", site);
+  check_broadcast(a, b, "mul", site);
   // z = a * b:  dz/da = b,  dz/db = a
   return a.tape(site).record("mul", {a, b}, a.value() * b.value(), [](const BackwardArgs& g) -> Grads {
     return {g.needs(0) ? Array(g.grad * g.in(1)) : Array{}, g.needs(1) ? Array(g.grad * g.in(0)) : Array{}};
@@ -44,7 +53,7 @@ Var mul(const Var& a, const Var& b, Site site) {
 }
 
 Var div(const Var& a, const Var& b, Site site) {
-  broadcast_shapes(a.shape(site), b.shape(site), "div", site);
+  check_broadcast(a, b, "div", site);
   // z = a / b:  dz/da = 1/b,  dz/db = -a/b^2 = -z/b
   return a.tape(site).record("div", {a, b}, a.value() / b.value(), [](const BackwardArgs& g) -> Grads {
     return {g.needs(0) ? Array(g.grad / g.in(1)) : Array{},
