@@ -2,6 +2,8 @@
 // learning-rate schedules at their key steps.
 #include <cmath>
 
+#include <xtensor/xbuilder.hpp>
+
 #include "check.hpp"
 #include "nn/optim.hpp"
 #include "nn/schedule.hpp"
@@ -118,6 +120,44 @@ TEST_CASE("Adam, Adam with L2 and AdamW agree with a scalar reference over three
       REQUIRE(m.a.value()(1) == Approx(t1).epsilon(1e-13));
     }
     REQUIRE(adam.steps() == 3);
+  }
+}
+
+TEST_CASE("Adam's vectorised update gives the bits of the same formulas run one element at a time",
+          "[train][optim]") {
+  // optim.cpp is built with -fno-math-errno so that its loop runs in SIMD lanes. Every operation in
+  // it (+, -, *, /, sqrt) is correctly rounded in a lane as in a scalar register, so the bits must
+  // not change: this test repeats Adam::update's loop here, line for line, on 1001 elements (an odd
+  // count, so the loop's scalar tail runs too), for Adam and AdamW.
+  for (const bool decoupled : {false, true}) {
+    struct One : Module {
+      Parameter w;
+      One() { w = add_parameter("w", test::randn({7, 143}, 3)); }
+    } model;
+    AdamOptions o;
+    o.weight_decay = 0.1;
+    o.decoupled = decoupled;
+    Adam adam(model.named_parameters(), o);
+    const double lr = 0.01;
+    Array theta = model.w.value(), m = xt::zeros<double>(theta.shape()), v = m;
+    for (int t = 1; t <= 3; ++t) {
+      const Array g = test::randn({7, 143}, 10 + static_cast<unsigned>(t));
+      model.w.grad() = g;
+      adam.step(lr);
+      const double c1 = 1.0 - std::pow(o.beta1, t), c2 = 1.0 - std::pow(o.beta2, t);
+      const double shrink = o.decoupled ? 1.0 - lr * o.weight_decay : 1.0;
+      const double l2 = o.decoupled ? 0.0 : o.weight_decay;
+      for (std::size_t i = 0; i < theta.size(); ++i) {
+        theta.data()[i] *= shrink;
+        const double gi = g.data()[i] + l2 * theta.data()[i];
+        m.data()[i] = o.beta1 * m.data()[i] + (1.0 - o.beta1) * gi;
+        v.data()[i] = o.beta2 * v.data()[i] + (1.0 - o.beta2) * gi * gi;
+        theta.data()[i] -= lr * (m.data()[i] / c1) / (std::sqrt(v.data()[i] / c2) + o.eps);
+      }
+      INFO("decoupled " << decoupled << ", step " << t);
+      REQUIRE(bool(model.w.value() == theta));  // == on arrays: every element, bit for bit
+      REQUIRE(bool(adam.slot(1, 0) == v));
+    }
   }
 }
 
