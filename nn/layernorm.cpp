@@ -76,25 +76,28 @@ Var layernorm_fused(const Var& x, const Var& weight, const Var& bias, double eps
     Array dx = Array::from_shape(shape_of(g.in(0)));
     Array dw = xt::zeros<double>({d});
     Array db = xt::zeros<double>({d});
+    double* DW = dw.data();  // raw pointers: an xarray's (i) recomputes the offset from its strides
+    double* DB = db.data();
     for (std::size_t r = 0; r < rows; ++r) {
       const double* xr = X + r * d;
       const double* gr = G + r * d;
+      const double m = mu(r), s = rstd(r);
       double mean_g_hat = 0.0, mean_g_hat_x_hat = 0.0;
       for (std::size_t i = 0; i < d; ++i) {
-        const double x_hat = (xr[i] - mu(r)) * rstd(r);
+        const double x_hat = (xr[i] - m) * s;
         const double g_hat = gr[i] * W[i];
         mean_g_hat += g_hat;
         mean_g_hat_x_hat += g_hat * x_hat;
-        dw(i) += gr[i] * x_hat;
-        db(i) += gr[i];
+        DW[i] += gr[i] * x_hat;
+        DB[i] += gr[i];
       }
       mean_g_hat /= n;
       mean_g_hat_x_hat /= n;
       double* dxr = dx.data() + r * d;
       for (std::size_t i = 0; i < d; ++i) {
-        const double x_hat = (xr[i] - mu(r)) * rstd(r);
+        const double x_hat = (xr[i] - m) * s;
         const double g_hat = gr[i] * W[i];
-        dxr[i] = rstd(r) * (g_hat - mean_g_hat - x_hat * mean_g_hat_x_hat);
+        dxr[i] = s * (g_hat - mean_g_hat - x_hat * mean_g_hat_x_hat);
       }
     }
     return {std::move(dx), std::move(dw), std::move(db)};
@@ -144,20 +147,22 @@ Var rmsnorm_fused(const Var& x, const Var& weight, double eps, Site site) {
     const double* G = g.grad.data();
     Array dx = Array::from_shape(shape_of(g.in(0)));
     Array dw = xt::zeros<double>({d});
+    double* DW = dw.data();
     for (std::size_t r = 0; r < rows; ++r) {
       const double* xr = X + r * d;
       const double* gr = G + r * d;
+      const double s = rstd(r);
       double mean_g_hat_x_hat = 0.0;
       for (std::size_t i = 0; i < d; ++i) {
-        const double x_hat = xr[i] * rstd(r);
+        const double x_hat = xr[i] * s;
         mean_g_hat_x_hat += gr[i] * W[i] * x_hat;
-        dw(i) += gr[i] * x_hat;
+        DW[i] += gr[i] * x_hat;
       }
       mean_g_hat_x_hat /= n;
       double* dxr = dx.data() + r * d;
       for (std::size_t i = 0; i < d; ++i) {
-        const double x_hat = xr[i] * rstd(r);
-        dxr[i] = rstd(r) * (gr[i] * W[i] - x_hat * mean_g_hat_x_hat);
+        const double x_hat = xr[i] * s;
+        dxr[i] = s * (gr[i] * W[i] - x_hat * mean_g_hat_x_hat);
       }
     }
     return {std::move(dx), std::move(dw)};
