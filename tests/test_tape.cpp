@@ -156,6 +156,46 @@ TEST_CASE("a chain of 100,000 ops runs forward, backward and is destroyed withou
   REQUIRE(tape.size() == 0);
 }
 
+TEST_CASE("reset() frees every value and gradient, and the next step's entries start empty", "[tape]") {
+  Tape tape;
+  Var x = tape.leaf(xt::ones<double>({100, 100})).named("x");  // 80 kB per array of this shape
+  Var y = (x * 2.0).named("y");
+  int hook_calls = 0;
+  y.register_hook([&hook_calls](Array&) { ++hook_calls; });
+  tape.keep_contributions = true;
+  sum(y).backward();
+  REQUIRE(hook_calls == 1);
+  const int y_index = y.index();
+  const std::size_t heap_before = mallinfo2().uordblks + mallinfo2().hblkhd;
+  tape.reset();
+  const std::size_t heap_after = mallinfo2().uordblks + mallinfo2().hblkhd;
+#if !defined(__SANITIZE_ADDRESS__)  // ASan keeps freed memory in quarantine, outside malloc's counts
+  INFO("heap in use before reset " << heap_before << " bytes, after " << heap_after);
+  REQUIRE(heap_before - heap_after >= 4 * 80000);  // x, y and their two gradients
+#endif
+  REQUIRE(tape.size() == 0);
+  REQUIRE_THROWS_AS(tape.entry(y_index), std::out_of_range);
+  REQUIRE_THROWS_WITH(y.value(), Catch::Contains("reset"));
+
+  // The next step reuses the same entries: nothing of the old ones may show through.
+  Var a = tape.leaf(Array{1.0, 2.0});
+  Var b = tape.leaf(Array{3.0, 4.0}, false);
+  Var c = a * b;
+  REQUIRE(c.index() == y_index);
+  const Entry& e = c.entry();
+  REQUIRE(std::string(e.op) == "mul");
+  REQUIRE(e.label.empty());
+  REQUIRE(e.inputs == std::vector<int>{a.index(), b.index()});
+  REQUIRE(e.hooks.empty());
+  REQUIRE_FALSE(e.has_grad);
+  REQUIRE(e.contributions.empty());
+  REQUIRE(tape.entry(b.index()).backward == nullptr);
+  sum(c).backward();
+  REQUIRE(hook_calls == 1);  // y's hook went with y
+  REQUIRE(bool(a.grad() == Array{3.0, 4.0}));
+  REQUIRE(tape.entry(c.index()).contributions.size() == 1);  // the sum's alone
+}
+
 #if !defined(__SANITIZE_ADDRESS__)
 TEST_CASE("training steps with tape resets do not grow memory", "[tape][parameter]") {
   Parameter w(test::randn({32, 32}, 2), "w");
