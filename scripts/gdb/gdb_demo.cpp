@@ -26,5 +26,11 @@ int main() {
   Var loss = mean(y * y).named("loss");                        // ()
   loss.backward();
   std::printf("loss = %.6f\n", loss.value()());
+
+  // A next step: reset() keeps the emptied entries for reuse, and the printers must show only the new
+  // one (scripts/gdb/check-walkthrough stops on the marked line and checks).
+  tape.reset();
+  Var z = tape.leaf(Array{1.0}).named("z");
+  std::printf("after reset: %zu entry, z = %g\n", tape.size(), z.value()());  // gdb-walkthrough: after reset
   return 0;
 }

@@ -179,20 +179,15 @@ def deque_at(deque, index):
     return (node.dereference() + offset % per_buffer).dereference()
 
 
-def deque_size(deque):
-    impl = _strip(deque)["_M_impl"]
-    start, finish = impl["_M_start"], impl["_M_finish"]
-    if not int(start["_M_node"]):
-        return 0  # a thread_local tape not constructed yet
-    size = _target(start["_M_cur"]).sizeof
-    per_buffer = 512 // size if size < 512 else 1
-    nodes = int(finish["_M_node"] - start["_M_node"])
-    return (nodes - 1) * per_buffer + int(finish["_M_cur"] - finish["_M_first"]) + int(start["_M_last"] - start["_M_cur"])
+def tape_size(tape):
+    """Tape::size(): the entries in use. reset() keeps emptied entries in the deque beyond it (0 for a
+    thread_local tape not constructed yet: its memory is still zero)."""
+    return int(_strip(tape)["size_"])
 
 
 def tape_entries(tape):
     tape = _strip(tape)
-    return [deque_at(tape["entries_"], i) for i in range(deque_size(tape["entries_"]))]
+    return [deque_at(tape["entries_"], i) for i in range(tape_size(tape))]
 
 
 def _type_name(val):
@@ -311,8 +306,8 @@ class EntryFunction(gdb.Function):
             return deque_at(var["tape_"].dereference()["entries_"], int(var["index_"]))
         tape = find_tape()
         index = int(arg)
-        if not 0 <= index < deque_size(tape["entries_"]):
-            raise gdb.GdbError("$gs_entry: %d is not on the tape (size %d)" % (index, deque_size(tape["entries_"])))
+        if not 0 <= index < tape_size(tape):
+            raise gdb.GdbError("$gs_entry: %d is not on the tape (size %d)" % (index, tape_size(tape)))
         return deque_at(tape["entries_"], index)
 
 
@@ -388,7 +383,7 @@ class VarPrinter:
             tape = tape_ptr.dereference()
             if int(tape["generation_"]) != generation:
                 return head + " -> stale: its tape has been reset (now generation %d)" % int(tape["generation_"])
-            size = deque_size(tape["entries_"])
+            size = tape_size(tape)
             if not 0 <= index < size:
                 return head + " -> not on the tape (size %d)" % size
             return head + " -> " + _entry_summary(tape, index)
@@ -428,7 +423,7 @@ class TapePrinter:
 
     def to_string(self):
         return "gs::Tape with %d entries (generation %d); gs-tape lists them" % (
-            deque_size(self.val["entries_"]), int(self.val["generation_"]))
+            tape_size(self.val), int(self.val["generation_"]))
 
 
 class SitePrinter:
