@@ -166,9 +166,9 @@ TEST_CASE("reset() frees every value and gradient, and the next step's entries s
   sum(y).backward();
   REQUIRE(hook_calls == 1);
   const int y_index = y.index();
-  const std::size_t heap_before = mallinfo2().uordblks + mallinfo2().hblkhd;
+  [[maybe_unused]] const std::size_t heap_before = mallinfo2().uordblks + mallinfo2().hblkhd;
   tape.reset();
-  const std::size_t heap_after = mallinfo2().uordblks + mallinfo2().hblkhd;
+  [[maybe_unused]] const std::size_t heap_after = mallinfo2().uordblks + mallinfo2().hblkhd;
 #if !defined(__SANITIZE_ADDRESS__)  // ASan keeps freed memory in quarantine, outside malloc's counts
   INFO("heap in use before reset " << heap_before << " bytes, after " << heap_after);
   REQUIRE(heap_before - heap_after >= 4 * 80000);  // x, y and their two gradients
