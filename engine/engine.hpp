@@ -3,8 +3,8 @@
 
 #include "engine/array.hpp"
 #include "engine/error.hpp"
-#include "engine/gradcheck.hpp"
-#include "engine/inspect.hpp"
+#include "engine/tools/gradcheck.hpp"
+#include "engine/tools/inspect.hpp"
 #include "engine/ops/elementwise.hpp"
 #include "engine/ops/linalg.hpp"
 #include "engine/ops/reduce.hpp"

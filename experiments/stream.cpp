@@ -20,7 +20,7 @@
 // Output: tables on the terminal; in --out, stream_forward.csv, stream_backward.csv (every position,
 // mean and std over seeds), stream_summary.csv, and plots per depth L: stream_rms_L*, grad_L*,
 // grad_ratio_L* (every placement) and split_<placement>_L* (total, identity and branch parts).
-// --dump DIR writes DIR/<placement>-L<depth>/ (nn/dump.hpp) for the first seed's model of each.
+// --dump DIR writes DIR/<placement>-L<depth>/ (nn/io/dump.hpp) for the first seed's model of each.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -36,7 +36,7 @@
 #include "experiments/common/report.hpp"
 #include "experiments/common/run.hpp"
 #include "experiments/common/stream_split.hpp"
-#include "nn/data.hpp"
+#include "nn/data/markov.hpp"
 #include "nn/optim.hpp"
 #include "nn/schedule.hpp"
 #include "nn/transformer_lm.hpp"

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "engine/engine.hpp"
-#include "engine/ops/vector_math.hpp"
+#include "engine/kernels/vector_math.hpp"
 
 namespace gs::nn {
 namespace {

@@ -13,7 +13,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "nn/atomic_file.hpp"
+#include "nn/io/atomic_file.hpp"
 
 namespace fs = std::filesystem;
 

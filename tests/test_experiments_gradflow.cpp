@@ -8,7 +8,7 @@
 #include "check.hpp"
 #include "experiments/common/probe.hpp"
 #include "experiments/common/run.hpp"
-#include "nn/npy.hpp"
+#include "nn/io/npy.hpp"
 #include "nn/transformer_lm.hpp"
 
 using namespace gs;

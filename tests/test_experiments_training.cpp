@@ -7,7 +7,7 @@
 #include "check.hpp"
 #include "engine/engine.hpp"
 #include "experiments/common/training.hpp"
-#include "nn/checkpoint.hpp"
+#include "nn/io/checkpoint.hpp"
 
 using namespace gs;
 using namespace gs::experiments;

@@ -9,7 +9,7 @@
 #include <xtensor/xmath.hpp>
 
 #include "check.hpp"
-#include "engine/ops/vector_math.hpp"
+#include "engine/kernels/vector_math.hpp"
 #include "nn/attention.hpp"
 #include "nn/linear.hpp"
 #include "nn_gradcheck.hpp"

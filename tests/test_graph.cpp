@@ -1,5 +1,5 @@
 // Watching gradients: module scopes on the tape, the contributions summed into a gradient
-// (engine/inspect.hpp), and the DOT picture of the graph, checked against the tape it was drawn from.
+// (engine/tools/inspect.hpp), and the DOT picture of the graph, checked against the tape it was drawn from.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,7 +11,7 @@
 #include "check.hpp"
 #include "experiments/common/graph.hpp"
 #include "experiments/common/stream_split.hpp"
-#include "nn/atomic_file.hpp"
+#include "nn/io/atomic_file.hpp"
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"
 

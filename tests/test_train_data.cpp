@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "check.hpp"
-#include "nn/data.hpp"
+#include "nn/data/markov.hpp"
 
 using namespace gs;
 using namespace gs::nn;

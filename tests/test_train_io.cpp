@@ -6,11 +6,11 @@
 #include <limits>
 
 #include "check.hpp"
-#include "nn/atomic_file.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/dump.hpp"
-#include "nn/json.hpp"
-#include "nn/npy.hpp"
+#include "nn/io/atomic_file.hpp"
+#include "nn/io/checkpoint.hpp"
+#include "nn/io/dump.hpp"
+#include "nn/io/json.hpp"
+#include "nn/io/npy.hpp"
 #include "nn/transformer_lm.hpp"
 
 using namespace gs;

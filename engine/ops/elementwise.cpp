@@ -9,7 +9,7 @@
 #include <xtensor/xoperation.hpp>
 
 #include "engine/broadcast.hpp"
-#include "engine/ops/vector_math.hpp"
+#include "engine/kernels/vector_math.hpp"
 #include "engine/tape.hpp"
 
 namespace gs {
@@ -119,7 +119,7 @@ Var gelu(const Var& x, Site site) {
   // y = x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2 the normal CDF (the exact, erf form)
   // dy/dx = Phi(x) + x phi(x),  phi(x) = e^(-x^2/2) / sqrt(2 pi) the normal density
   // Plain formulation: v * 0.5 * (1.0 + xt::erf(v / sqrt 2)). kernels::gelu_forward computes the same
-  // bits in one loop that the compiler vectorises for the host CPU (engine/ops/vector_math.hpp).
+  // bits in one loop that the compiler vectorises for the host CPU (engine/kernels/vector_math.hpp).
   const Array& v = x.value(site);
   Array y = Array::from_shape(shape_of(v));
   kernels::gelu_forward(v.data(), y.data(), v.size());

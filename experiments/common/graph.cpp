@@ -9,7 +9,7 @@
 
 #include "engine/engine.hpp"
 #include "experiments/common/run.hpp"
-#include "nn/atomic_file.hpp"
+#include "nn/io/atomic_file.hpp"
 #include "nn/transformer_lm.hpp"
 
 namespace gs::experiments {

@@ -1,5 +1,5 @@
 // --graph FILE, shared by the experiment binaries: a picture of the computation graph of one forward
-// and backward pass, with the gradient norm on every edge (engine/inspect.hpp, to_dot).
+// and backward pass, with the gradient norm on every edge (engine/tools/inspect.hpp, to_dot).
 #pragma once
 
 #include <string>

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/data.hpp"
+#include "nn/data/markov.hpp"
 #include "nn/module.hpp"
 
 namespace gs::experiments {

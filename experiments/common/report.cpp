@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "engine/error.hpp"
-#include "nn/atomic_file.hpp"
+#include "nn/io/atomic_file.hpp"
 
 namespace gs::experiments {
 

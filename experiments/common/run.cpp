@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <random>
 
-#include "nn/atomic_file.hpp"
-#include "nn/data.hpp"
-#include "nn/dump.hpp"
+#include "nn/io/atomic_file.hpp"
+#include "nn/data/markov.hpp"
+#include "nn/io/dump.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 

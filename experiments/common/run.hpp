@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "experiments/common/cli.hpp"
-#include "nn/data.hpp"
+#include "nn/data/markov.hpp"
 #include "nn/transformer_lm.hpp"
 
 namespace gs::experiments {
@@ -35,7 +35,7 @@ void add_run_options(CLI::App& app, RunOptions& options);
 // just long enough for (batch, seq) windows. Experiments that must measure on the dumped batch use it.
 nn::Dataset dump_corpus(std::size_t vocab, std::size_t batch, std::size_t seq, unsigned seed);
 
-// For --dump: writes DIR/config.json, params/, grads/, batch/ and loss.npy (nn/dump.hpp) for `model`
+// For --dump: writes DIR/config.json, params/, grads/, batch/ and loss.npy (nn/io/dump.hpp) for `model`
 // as it is now, on one fresh (batch, seq) batch of a Markov corpus over the model's vocabulary, drawn
 // with `seed`, as a whole (nn::write_directory_atomically). Prints where it wrote.
 void dump_model(const std::string& dir, nn::TransformerLM& model, std::size_t batch, std::size_t seq, unsigned seed);

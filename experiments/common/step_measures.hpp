@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/engine.hpp"
-#include "nn/data.hpp"
+#include "nn/data/dataset.hpp"
 #include "nn/transformer_lm.hpp"
 
 namespace gs::experiments {

@@ -12,7 +12,7 @@ PathSplit split_gradient(const Var& position, const std::vector<int>& identity_o
   const std::string where = "split_gradient: tape index " + std::to_string(position.index()) +
                             (e.label.empty() ? std::string() : " (" + e.label + ")");
   if (!e.has_grad) throw Error(where + " has no gradient: run backward first, from a root that depends on it");
-  // engine/inspect.hpp: what each op sent into this gradient; throws if keep_contributions was off.
+  // engine/tools/inspect.hpp: what each op sent into this gradient; throws if keep_contributions was off.
   const std::vector<ContributionInfo> parts = contributions(position);
   if (parts.empty()) throw Error(where + " is the root of backward: no op sent it a gradient");
   PathSplit s;

@@ -11,7 +11,7 @@
 //             (BlockTrace::attn_skip / mlp_skip when that is an op of its own, else attn_sum / mlp_sum)
 //   branch    every other op that reads it: the sublayer's first ops (q, k, v projections or fc1) for
 //             post, deepnorm and rezero, the LayerNorm ln1 / ln2 for pre and peri.
-// With Tape::keep_contributions on, contributions(v) (engine/inspect.hpp) lists the gradients that v's
+// With Tape::keep_contributions on, contributions(v) (engine/tools/inspect.hpp) lists the gradients that v's
 // consumers sent it, each with the sender's tape index, so the split is exact: identity + branch = gradient.
 #pragma once
 

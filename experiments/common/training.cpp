@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "engine/engine.hpp"
+#include "nn/data/markov.hpp"
 
 namespace gs::experiments {
 

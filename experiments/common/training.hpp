@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/data.hpp"
+#include "nn/data/dataset.hpp"
 #include "nn/module.hpp"
 #include "nn/optim.hpp"
 #include "nn/schedule.hpp"
@@ -61,7 +61,7 @@ struct MarkovCorpusOptions {
   std::size_t validation_tokens = std::size_t{1} << 17;
 };
 
-// A corpus from a random order-k Markov chain (nn/data.hpp); seq sets window_floor.
+// A corpus from a random order-k Markov chain (nn/data/markov.hpp); seq sets window_floor.
 Corpus markov_corpus(const MarkovCorpusOptions& options, std::size_t seq);
 // The characters of a text file, the last 10% held out.
 Corpus text_corpus(const std::filesystem::path& path);

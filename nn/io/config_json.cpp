@@ -1,4 +1,4 @@
-#include "nn/config_json.hpp"
+#include "nn/io/config_json.hpp"
 
 #include "engine/error.hpp"
 

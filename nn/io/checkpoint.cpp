@@ -1,12 +1,12 @@
-#include "nn/checkpoint.hpp"
+#include "nn/io/checkpoint.hpp"
 
 #include <map>
 
 #include "engine/error.hpp"
-#include "nn/atomic_file.hpp"
-#include "nn/config_json.hpp"
-#include "nn/json.hpp"
-#include "nn/npy.hpp"
+#include "nn/io/atomic_file.hpp"
+#include "nn/io/config_json.hpp"
+#include "nn/io/json.hpp"
+#include "nn/io/npy.hpp"
 
 namespace gs::nn {
 

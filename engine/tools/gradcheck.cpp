@@ -1,4 +1,4 @@
-#include "engine/gradcheck.hpp"
+#include "engine/tools/gradcheck.hpp"
 
 #include <cmath>
 #include <random>

@@ -1,4 +1,4 @@
-#include "nn/json.hpp"
+#include "nn/io/json.hpp"
 
 #include <cmath>
 #include <cstdio>

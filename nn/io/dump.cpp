@@ -1,9 +1,9 @@
-#include "nn/dump.hpp"
+#include "nn/io/dump.hpp"
 
 #include "engine/tape.hpp"
-#include "nn/atomic_file.hpp"
-#include "nn/config_json.hpp"
-#include "nn/npy.hpp"
+#include "nn/io/atomic_file.hpp"
+#include "nn/io/config_json.hpp"
+#include "nn/io/npy.hpp"
 
 namespace gs::nn {
 

@@ -1,4 +1,4 @@
-#include "engine/inspect.hpp"
+#include "engine/tools/inspect.hpp"
 
 #include <algorithm>
 #include <cmath>

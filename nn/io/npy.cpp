@@ -1,10 +1,10 @@
-#include "nn/npy.hpp"
+#include "nn/io/npy.hpp"
 
 #include <bit>
 #include <cstring>
 
 #include "engine/error.hpp"
-#include "nn/atomic_file.hpp"
+#include "nn/io/atomic_file.hpp"
 
 namespace gs::nn {
 

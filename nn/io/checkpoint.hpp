@@ -16,7 +16,7 @@
 #include <string>
 
 #include "nn/config.hpp"
-#include "nn/json.hpp"
+#include "nn/io/json.hpp"
 #include "nn/module.hpp"
 #include "nn/optim.hpp"
 

@@ -1,7 +1,7 @@
 // The step's erf and exp loops; see vector_math.hpp for why erf and exp are written out here.
 // Coefficients and operation order are those of xsimd 8.1 (arch/generic/xsimd_generic_math.hpp, from
 // Boost.SIMD), which is what xt::erf runs on this build. Built with -ffp-contract=off (CMakeLists.txt).
-#include "engine/ops/vector_math.hpp"
+#include "engine/kernels/vector_math.hpp"
 
 #include <bit>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "nn/atomic_file.hpp"
+#include "nn/io/atomic_file.hpp"
 
 #include <unistd.h>
 

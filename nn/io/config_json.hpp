@@ -7,7 +7,7 @@
 #include <string>
 
 #include "nn/config.hpp"
-#include "nn/json.hpp"
+#include "nn/io/json.hpp"
 
 namespace gs::nn {
 

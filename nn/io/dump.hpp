@@ -13,7 +13,7 @@
 
 #include "engine/var.hpp"
 #include "nn/config.hpp"
-#include "nn/data.hpp"
+#include "nn/data/dataset.hpp"
 #include "nn/module.hpp"
 
 namespace gs::nn {
