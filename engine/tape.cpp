@@ -61,6 +61,11 @@ std::size_t Tape::in_range(int index) const {
   return static_cast<std::size_t>(index);
 }
 
+EdgeRole Tape::role(int index, std::size_t input) const {
+  const Entry& e = entry(index);
+  return input < e.roles.size() ? e.roles[input] : EdgeRole::none;
+}
+
 Var Tape::leaf(Array value, bool requires_grad, Site site) {
   Entry& e = append();
   e.op = "leaf";

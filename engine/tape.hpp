@@ -63,6 +63,7 @@ struct Entry {
   Site site;                       // where the user's code created this entry
   Array value = empty_array();     // (empty_array(): Array{} would allocate a 0-d array per entry)
   std::vector<int> inputs;         // tape indices, each smaller than this entry's own
+  std::vector<EdgeRole> roles;     // per input, what a module marked it (Var::mark_input); empty: none
   BackwardFn backward;             // empty for leaves and for entries that need no gradient
   bool requires_grad = false;
 
@@ -107,6 +108,8 @@ class Tape {
   std::size_t size() const { return size_; }
   const Entry& entry(int index) const { return entries_.at(in_range(index)); }
   Entry& entry(int index) { return entries_.at(in_range(index)); }
+  // The role of the edge from entry `index`'s input number `input`: EdgeRole::none unless marked.
+  EdgeRole role(int index, std::size_t input) const;
   std::uint64_t generation() const { return generation_; }
 
   // One line per entry: index, op, label, call site, shape, value norm, gradient norm.

@@ -45,6 +45,26 @@ void Var::register_hook(GradHook hook, Site site) const {
   e.hooks.push_back(std::move(hook));
 }
 
+const char* to_string(EdgeRole role) {
+  switch (role) {
+    case EdgeRole::none: return "none";
+    case EdgeRole::skip: return "skip";
+    case EdgeRole::branch: return "branch";
+  }
+  return "?";
+}
+
+Var Var::mark_input(std::size_t input, EdgeRole role, Site site) const {
+  Entry& e = tape(site).checked_entry(index_, generation_, "mark_input", site);
+  if (input >= e.inputs.size())
+    fail("mark_input", site, "tape index " + std::to_string(index_) + " (op " + e.op + ") has " +
+                                 std::to_string(e.inputs.size()) + " inputs, so there is no input " +
+                                 std::to_string(input));
+  if (e.roles.empty()) e.roles.assign(e.inputs.size(), EdgeRole::none);
+  e.roles[input] = role;
+  return *this;
+}
+
 void Var::backward(Site site) const { tape(site).backward(*this, site); }
 
 void Var::backward(const Array& seed, Site site) const { tape(site).backward(*this, seed, site); }

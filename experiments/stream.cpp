@@ -81,8 +81,8 @@ Measured measure(nn::TransformerLM& model, const nn::Batch& batch) {
     m.rms.push_back(mean_rms(p.value.value()));
     m.l2.push_back(mean_l2(p.value.value()));
     m.total.push_back(norm(p.value.grad()));
-    if (p.identity_op < 0) continue;  // the top: read by ln_f or the head, no skip path
-    const PathSplit s = split_gradient(p.value, {p.identity_op});
+    if (p.top) continue;  // read by ln_f or the head, no skip path
+    const PathSplit s = split_gradient(p.value);
     m.identity.push_back(norm(s.identity));
     m.branch.push_back(norm(s.branch));
     m.ratio.push_back(norm(s.branch) / norm(s.identity));

@@ -5,6 +5,20 @@
 #include "engine/engine.hpp"
 
 namespace gs::nn {
+namespace {
+
+// The add of a residual connection, sum = skip + branch, with its inputs marked on the tape
+// (EdgeRole): tools/inspect splits the stream's gradient by these marks and draws the two paths apart.
+Var residual_add(const Var& skip, const Var& branch, Site site = Site::current()) {
+  return add(skip, branch, site).mark_input(0, EdgeRole::skip, site).mark_input(1, EdgeRole::branch, site);
+}
+
+// alpha * x on the skip path (DeepNorm), its edge from x marked as the skip path's start.
+Var scaled_skip(const Var& x, double alpha, Site site = Site::current()) {
+  return mul(x, scalar_like(x, alpha, site), site).mark_input(0, EdgeRole::skip, site);
+}
+
+}  // namespace
 
 Block::Block(const ModelConfig& config, std::size_t block_index, Initializer& init)
     : placement(config.placement), index(block_index), attn(config.d_model, config.heads, init),
@@ -68,13 +82,13 @@ Var Block::forward(const Var& x, Site site) {
       t.attn_in = x;
       t.attn_skip = x;
       t.attn_branch = run("attn", attn, x);
-      t.attn_sum = t.attn_skip + t.attn_branch;
+      t.attn_sum = residual_add(t.attn_skip, t.attn_branch);
       t.mid = run("ln1", *ln1, t.attn_sum);
       // y = LN2(h + MLP(h))
       t.mlp_in = t.mid;
       t.mlp_skip = t.mid;
       t.mlp_branch = run("mlp", mlp, t.mid);
-      t.mlp_sum = t.mlp_skip + t.mlp_branch;
+      t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch);
       t.output = run("ln2", *ln2, t.mlp_sum);
       break;
     }
@@ -83,13 +97,13 @@ Var Block::forward(const Var& x, Site site) {
       t.attn_in = run("ln1", *ln1, x);
       t.attn_skip = x;
       t.attn_branch = run("attn", attn, t.attn_in);
-      t.attn_sum = t.attn_skip + t.attn_branch;
+      t.attn_sum = residual_add(t.attn_skip, t.attn_branch);
       t.mid = t.attn_sum;
       // y = h + MLP(LN2(h))
       t.mlp_in = run("ln2", *ln2, t.mid);
       t.mlp_skip = t.mid;
       t.mlp_branch = run("mlp", mlp, t.mlp_in);
-      t.mlp_sum = t.mlp_skip + t.mlp_branch;
+      t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch);
       t.output = t.mlp_sum;
       break;
     }
@@ -98,28 +112,28 @@ Var Block::forward(const Var& x, Site site) {
       t.attn_in = run("ln1", *ln1, x);
       t.attn_skip = x;
       t.attn_branch = run("ln_attn_out", *ln_attn_out, run("attn", attn, t.attn_in));
-      t.attn_sum = t.attn_skip + t.attn_branch;
+      t.attn_sum = residual_add(t.attn_skip, t.attn_branch);
       t.mid = t.attn_sum;
       // y = h + LNm_out(MLP(LN2(h)))
       t.mlp_in = run("ln2", *ln2, t.mid);
       t.mlp_skip = t.mid;
       t.mlp_branch = run("ln_mlp_out", *ln_mlp_out, run("mlp", mlp, t.mlp_in));
-      t.mlp_sum = t.mlp_skip + t.mlp_branch;
+      t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch);
       t.output = t.mlp_sum;
       break;
     }
     case Placement::deepnorm: {
       // h = LN1(alpha * x + Attn(x))
       t.attn_in = x;
-      t.attn_skip = (x * alpha).named(p + "attn_skip");
+      t.attn_skip = scaled_skip(x, alpha).named(p + "attn_skip");
       t.attn_branch = run("attn", attn, x);
-      t.attn_sum = t.attn_skip + t.attn_branch;
+      t.attn_sum = residual_add(t.attn_skip, t.attn_branch);
       t.mid = run("ln1", *ln1, t.attn_sum);
       // y = LN2(alpha * h + MLP(h))
       t.mlp_in = t.mid;
-      t.mlp_skip = (t.mid * alpha).named(p + "mlp_skip");
+      t.mlp_skip = scaled_skip(t.mid, alpha).named(p + "mlp_skip");
       t.mlp_branch = run("mlp", mlp, t.mid);
-      t.mlp_sum = t.mlp_skip + t.mlp_branch;
+      t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch);
       t.output = run("ln2", *ln2, t.mlp_sum);
       break;
     }
@@ -128,13 +142,13 @@ Var Block::forward(const Var& x, Site site) {
       t.attn_in = x;
       t.attn_skip = x;
       t.attn_branch = run("attn", attn, x) * rezero_attn;
-      t.attn_sum = t.attn_skip + t.attn_branch;
+      t.attn_sum = residual_add(t.attn_skip, t.attn_branch);
       t.mid = t.attn_sum;
       // y = h + a_mlp * MLP(h)
       t.mlp_in = t.mid;
       t.mlp_skip = t.mid;
       t.mlp_branch = run("mlp", mlp, t.mid) * rezero_mlp;
-      t.mlp_sum = t.mlp_skip + t.mlp_branch;
+      t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch);
       t.output = t.mlp_sum;
       break;
     }

@@ -45,7 +45,7 @@ std::pair<double, double> rms_range(const Array& x) {
 
 }  // namespace
 
-TEST_CASE("stream_positions lists emb, then each block's mid and output, with the skip op of each reader",
+TEST_CASE("stream_positions lists emb, then each block's mid and output; the block marks the skip edge out of each",
           "[experiments][stream]") {
   for (Placement placement : all_placements) {
     INFO(to_string(placement));
@@ -61,13 +61,27 @@ TEST_CASE("stream_positions lists emb, then each block's mid and output, with th
       REQUIRE(p[2 * l + 1].name == "blocks." + std::to_string(l) + ".mid");
       REQUIRE(p[2 * l + 1].value.index() == t.mid.index());
       REQUIRE(p[2 * l + 2].value.index() == t.output.index());
-      // The skip op reads the position: the add for every placement but deepnorm, alpha * x there.
-      const int attn_skip = p[2 * l].identity_op, mlp_skip = p[2 * l + 1].identity_op;
-      REQUIRE(tape.entry(attn_skip).inputs[0] == p[2 * l].value.index());
-      REQUIRE(tape.entry(mlp_skip).inputs[0] == p[2 * l + 1].value.index());
-      REQUIRE(std::string(tape.entry(attn_skip).op) == (placement == Placement::deepnorm ? "mul" : "add"));
+      // The skip path starts at the position: its edge into the add, or into alpha * x for deepnorm,
+      // is marked skip, and the add's other input is marked branch.
+      for (const Var& sum : {t.attn_sum, t.mlp_sum}) {
+        const Entry& add = tape.entry(sum.index());
+        REQUIRE(tape.role(sum.index(), 0) == EdgeRole::skip);
+        REQUIRE(tape.role(sum.index(), 1) == EdgeRole::branch);
+        const int skip = add.inputs[0];
+        const Var& position = sum.index() == t.attn_sum.index() ? p[2 * l].value : p[2 * l + 1].value;
+        if (placement == Placement::deepnorm) {
+          REQUIRE(std::string(tape.entry(skip).op) == "mul");
+          REQUIRE(tape.entry(skip).inputs[0] == position.index());
+          REQUIRE(tape.role(skip, 0) == EdgeRole::skip);
+          REQUIRE(tape.role(skip, 1) == EdgeRole::none);  // alpha, a constant
+        } else {
+          REQUIRE(skip == position.index());
+        }
+      }
+      REQUIRE_FALSE(p[2 * l].top);
+      REQUIRE_FALSE(p[2 * l + 1].top);
     }
-    REQUIRE(p[6].identity_op == -1);  // the top: no sublayer reads it
+    REQUIRE(p[6].top);  // no sublayer reads it
   }
 }
 
@@ -83,7 +97,7 @@ TEST_CASE("the identity and branch parts at every stream position sum to its gra
       const std::vector<StreamPosition> p = forward_backward(model, tape);
       for (std::size_t k = 0; k + 1 < p.size(); ++k) {
         INFO("position " << p[k].name);
-        const PathSplit s = split_gradient(p[k].value, {p[k].identity_op});
+        const PathSplit s = split_gradient(p[k].value);
         REQUIRE(s.identity_parts == 1);  // one skip op sent one gradient
         REQUIRE(s.branch_parts >= 1);    // and the sublayer (or its LN) read it too
         REQUIRE(s.identity_parts + s.branch_parts == p[k].value.entry().contributions.size());
@@ -107,7 +121,7 @@ TEST_CASE("at init ReZero is the identity on the stream and every branch part of
   for (std::size_t k = 0; k + 1 < p.size(); ++k) {
     INFO("position " << p[k].name);
     // d/dx [a F(x)] = a F'(x) = 0 at a = 0: the branch sends exact zeros, the skip the whole gradient.
-    const PathSplit s = split_gradient(p[k].value, {p[k].identity_op});
+    const PathSplit s = split_gradient(p[k].value);
     REQUIRE(xt::all(xt::equal(s.branch, 0.0)));
     REQUIRE(xt::all(xt::equal(s.identity, s.total)));
   }
@@ -163,7 +177,7 @@ TEST_CASE("where the stream is the plain sum, the identity part at a sublayer's 
     Array telescoped = p.back().value.grad();
     for (std::size_t k = 0; k + 1 < p.size(); ++k) {
       INFO("position " << p[k].name);
-      const PathSplit s = split_gradient(p[k].value, {p[k].identity_op});
+      const PathSplit s = split_gradient(p[k].value);
       REQUIRE(xt::all(xt::equal(s.identity, p[k + 1].value.grad())));
       telescoped += s.branch;
     }
@@ -180,24 +194,25 @@ TEST_CASE("where the stream is the plain sum, the identity part at a sublayer's 
     for (std::size_t l = 0; l < model.blocks.size(); ++l) {
       const BlockTrace& t = model.blocks[l]->last;
       const Block& block = *model.blocks[l];
-      const PathSplit attn = split_gradient(p[2 * l].value, {p[2 * l].identity_op});
-      const PathSplit mlp = split_gradient(p[2 * l + 1].value, {p[2 * l + 1].identity_op});
+      const PathSplit attn = split_gradient(p[2 * l].value);
+      const PathSplit mlp = split_gradient(p[2 * l + 1].value);
       REQUIRE(xt::all(xt::equal(attn.identity, Array(t.attn_sum.grad() * block.alpha))));
       REQUIRE(xt::all(xt::equal(mlp.identity, Array(t.mlp_sum.grad() * block.alpha))));
     }
   }
 }
 
-TEST_CASE("split_gradient says what is wrong: no contributions kept, or an identity op that sent nothing",
+TEST_CASE("split_gradient says what is wrong: no contributions kept, or a position no skip edge leaves",
           "[experiments][stream][errors]") {
   TransformerLM model(small(Placement::pre));
   Tape tape;
   TapeScope scope(tape);
   model.loss(ids, targets).backward();  // keep_contributions off
   const std::vector<StreamPosition> p = stream_positions(model);
-  REQUIRE_THROWS_WITH(split_gradient(p[0].value, {p[0].identity_op}), Catch::Contains("keep_contributions"));
+  REQUIRE_THROWS_WITH(split_gradient(p[0].value), Catch::Contains("keep_contributions"));
 
   tape.reset();
   const std::vector<StreamPosition> q = forward_backward(model, tape);
-  REQUIRE_THROWS_WITH(split_gradient(q[0].value, {q[3].identity_op}), Catch::Contains("sent it no gradient"));
+  REQUIRE(q.back().top);
+  REQUIRE_THROWS_WITH(split_gradient(q.back().value), Catch::Contains("no edge marked EdgeRole::skip"));
 }

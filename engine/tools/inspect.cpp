@@ -29,6 +29,48 @@ std::vector<ContributionInfo> contributions(const Var& v, Site site) {
 
 namespace {
 
+// The ops that read entry s through an edge marked skip, in tape order (each once).
+std::vector<int> readers_by_role(const Tape& tape, int s) {
+  std::vector<int> out;
+  for (int j = s + 1; j < static_cast<int>(tape.size()); ++j)
+    for (std::size_t k = 0; k < tape.entry(j).inputs.size(); ++k)
+      if (tape.entry(j).inputs[k] == s && tape.role(j, k) == EdgeRole::skip &&
+          (out.empty() || out.back() != j))
+        out.push_back(j);
+  return out;
+}
+
+// s's contributions summed by the role of the edge they came back along.
+SkipBranch sum_by_role(const Tape& tape, int s) {
+  const Entry& e = tape.entry(s);
+  const std::vector<int> skip_readers = readers_by_role(tape, s);
+  SkipBranch out{xt::zeros_like(e.value), xt::zeros_like(e.value), 0, 0};
+  for (const Contribution& c : e.contributions) {
+    if (std::find(skip_readers.begin(), skip_readers.end(), c.from) != skip_readers.end()) {
+      out.skip += c.grad;
+      ++out.skip_parts;
+    } else {
+      out.branch += c.grad;
+      ++out.branch_parts;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+SkipBranch split_skip_branch(const Var& v, Site site) {
+  const std::vector<ContributionInfo> parts = contributions(v, site);  // throws without a gradient or a record
+  const Tape& tape = v.tape(site);
+  if (readers_by_role(tape, v.index()).empty())
+    fail("split_skip_branch", site, "tape index " + std::to_string(v.index()) + " (op " + v.entry(site).op +
+                                        ") is read through no edge marked EdgeRole::skip: it is not where a "
+                                        "residual connection forks");
+  return sum_by_role(tape, v.index());
+}
+
+namespace {
+
 // ---- reading the tape ----
 
 // The gradient norm that consumer j sent back into its k-th input, or -1 if none was kept. An input
@@ -42,65 +84,6 @@ double edge_norm(const Tape& tape, int j, std::size_t k) {
   for (const Contribution& c : tape.entry(a).contributions)
     if (c.from == j && seen++ == rank) return norm(c.grad);
   return -1.0;
-}
-
-bool is_under(const std::string& scope, const std::string& parent) {  // strictly inside parent's scope
-  return scope.size() > parent.size() + 1 && scope.compare(0, parent.size(), parent) == 0 &&
-         scope[parent.size()] == '.';
-}
-
-// Does entry `from` depend on entry `target` (is target reached by walking inputs back from `from`)?
-bool depends_on(const Tape& tape, int from, int target) {
-  if (from <= target) return from == target;
-  std::vector<bool> seen(static_cast<std::size_t>(from - target + 1), false);
-  std::vector<int> todo = {from};
-  while (!todo.empty()) {
-    const int i = todo.back();
-    todo.pop_back();
-    if (i == target) return true;
-    for (int in : tape.entry(i).inputs)
-      if (in >= target && !seen[static_cast<std::size_t>(in - target)]) {
-        seen[static_cast<std::size_t>(in - target)] = true;
-        todo.push_back(in);
-      }
-  }
-  return false;
-}
-
-// A residual add  y = s + f(s):  the skip input (s itself, or deepnorm's alpha * s, an op in the add's
-// own scope with one non-constant input) and the branch input, computed in a child module of the add's
-// scope.
-struct Residual {
-  int add = -1, skip = -1, skip_source = -1, branch = -1;
-};
-
-bool residual(const Tape& tape, int j, int p, int q, Residual& r) {
-  const Entry& add = tape.entry(j);
-  const Entry& P = tape.entry(p);
-  const Entry& Q = tape.entry(q);
-  // The skip's source: s itself, or the one non-constant input of a scaling op in the add's scope.
-  std::vector<int> variables;  // P's inputs that are not constants
-  for (int in : P.inputs)
-    if (std::string(tape.entry(in).op) != "const") variables.push_back(in);
-  const int source = P.scope == add.scope && variables.size() == 1 ? variables[0] : p;
-  bool in_child = is_under(Q.scope, add.scope);
-  if (Q.scope == add.scope)  // a gate in the add's scope, rezero's a * Attn(x)
-    for (int in : Q.inputs) in_child = in_child || is_under(tape.entry(in).scope, add.scope);
-  if (!in_child || !depends_on(tape, q, source)) return false;
-  r = {j, p, source, q};
-  return true;
-}
-
-std::vector<Residual> residual_adds(const Tape& tape) {
-  std::vector<Residual> out;
-  for (int j = 0; j < static_cast<int>(tape.size()); ++j) {
-    const Entry& e = tape.entry(j);
-    if (std::string(e.op) != "add" || e.inputs.size() != 2 || e.inputs[0] == e.inputs[1]) continue;
-    Residual r;
-    if (residual(tape, j, e.inputs[0], e.inputs[1], r) || residual(tape, j, e.inputs[1], e.inputs[0], r))
-      out.push_back(r);
-  }
-  return out;
 }
 
 // ---- writing DOT ----
@@ -188,39 +171,40 @@ std::string to_dot(const Tape& tape, const DotOptions& options) {
                 std::to_string(options.max_entries) + " (draw a smaller model)");
   auto visible = [&](int i) { return options.show_constants || std::string(tape.entry(i).op) != "const"; };
 
-  // Residual adds y = s + f(s). At the stream position s the gradient splits: the skip path (the add,
-  // or deepnorm's alpha * s) sends back one part, the branch's first ops (ln1; or q, k, v) the rest.
-  std::vector<std::vector<int>> consumers(static_cast<std::size_t>(n));  // the ops that read each entry
-  for (int j = 0; j < n; ++j)
-    for (int in : tape.entry(j).inputs) {
-      std::vector<int>& c = consumers[static_cast<std::size_t>(in)];
-      if (c.empty() || c.back() != j) c.push_back(j);
-    }
+  // Residual connections y = s + f(s), as the modules marked them (Var::mark_input). Skip edges run
+  // from the stream position s along the skip path into the add; the branch edge brings f(s) into
+  // the add. At s the gradient splits: the skip path sends back one part, every other op that reads s
+  // (the branch's first ops: ln1; or q, k, v) the rest.
   std::map<std::pair<int, int>, std::string> role;  // (from, to) -> "skip", "branch" or "into add"
-  std::map<int, std::string> split;                 // s -> "skip |identity part| | branch |branch part|"
+  std::map<int, std::string> split;                 // s -> "skip |skip part| | branch |branch part|"
   std::vector<bool> on_stream(static_cast<std::size_t>(n), false);
-  for (const Residual& r : residual_adds(tape)) {
-    const int s = r.skip_source;
-    const int skip_op = r.skip == s ? r.add : r.skip;  // the op through which s enters the skip path
-    role[{s, skip_op}] = "skip";
-    if (r.skip != s) role[{r.skip, r.add}] = "skip";
-    role[{r.branch, r.add}] = "into add";
-    std::vector<int> entrances;  // the branch's ops that read s
-    for (int c : consumers[static_cast<std::size_t>(s)])
-      if (c != skip_op && c != r.add && depends_on(tape, r.branch, c)) {
-        role[{s, c}] = "branch";
-        entrances.push_back(c);
+  for (int j = 0; j < n; ++j) {
+    const Entry& e = tape.entry(j);
+    for (std::size_t k = 0; k < e.inputs.size(); ++k) {
+      const EdgeRole r = tape.role(j, k);
+      if (r == EdgeRole::skip) {
+        role[{e.inputs[k], j}] = "skip";
+        on_stream[static_cast<std::size_t>(e.inputs[k])] = on_stream[static_cast<std::size_t>(j)] = true;
       }
-    const Entry& e = tape.entry(s);
-    if (!e.contributions.empty()) {
-      Array identity = xt::zeros_like(e.value), branch = xt::zeros_like(e.value);
-      for (const Contribution& c : e.contributions) {
-        if (c.from == skip_op) identity += c.grad;
-        if (std::find(entrances.begin(), entrances.end(), c.from) != entrances.end()) branch += c.grad;
-      }
-      split[s] = "skip " + num(norm(identity)) + " | branch " + num(norm(branch));
+      if (r == EdgeRole::branch) role[{e.inputs[k], j}] = "into add";
     }
-    for (int i : {r.add, r.skip, s}) on_stream[static_cast<std::size_t>(i)] = true;
+  }
+  std::vector<std::vector<std::pair<int, EdgeRole>>> readers(static_cast<std::size_t>(n));  // (op, role) per read
+  for (int j = 0; j < n; ++j)
+    for (std::size_t k = 0; k < tape.entry(j).inputs.size(); ++k)
+      readers[static_cast<std::size_t>(tape.entry(j).inputs[k])].push_back({j, tape.role(j, k)});
+  for (int s = 0; s < n; ++s) {
+    const auto& r = readers[static_cast<std::size_t>(s)];
+    const auto is_skip = [](const std::pair<int, EdgeRole>& read) { return read.second == EdgeRole::skip; };
+    // A fork of the stream: read through a skip edge and by other ops (alpha * s, a link inside the
+    // skip path, is read by the add alone).
+    if (std::none_of(r.begin(), r.end(), is_skip) || std::all_of(r.begin(), r.end(), is_skip)) continue;
+    for (const auto& [j, edge] : r)
+      if (edge != EdgeRole::skip) role[{s, j}] = "branch";
+    if (!tape.entry(s).contributions.empty()) {
+      const SkipBranch parts = sum_by_role(tape, s);
+      split[s] = "skip " + num(norm(parts.skip)) + " | branch " + num(norm(parts.branch));
+    }
   }
 
   // Edge norms, and the colour scale they span.

@@ -34,6 +34,16 @@ struct ContributionInfo {
 // (set tape.keep_contributions = true before backward).
 std::vector<ContributionInfo> contributions(const Var& v, Site site = Site::current());
 
+// The gradient of a stream position s of a residual connection y = s + f(s), split by the path it
+// came back along: skip = what the ops that read s through an edge marked EdgeRole::skip sent (the
+// identity path), branch = what every other op that reads s sent. skip + branch = s's gradient.
+// Needs keep_contributions; throws gs::Error if s has no gradient or no skip edge.
+struct SkipBranch {
+  Array skip, branch;
+  std::size_t skip_parts = 0, branch_parts = 0;  // how many contributions each sum has
+};
+SkipBranch split_skip_branch(const Var& s, Site site = Site::current());
+
 // How to_dot() draws a tape.
 struct DotOptions {
   std::string title;           // shown at the top ("" for none)
@@ -50,11 +60,11 @@ struct DotOptions {
 //    gradient was kept (keep_contributions off, or the input needs none);
 //  - entries grouped by Entry::scope: one cluster per module ("blocks.3"), nested clusters for its
 //    children ("blocks.3.attn");
-//  - residual adds y = s + f(s) (an add one of whose inputs, s or deepnorm's alpha * s, the other input
-//    depends on, that other input computed in a child module of the add's scope): at the stream
-//    position s, the edge into the skip path is bold and labelled "skip |g|", the edges into the
-//    branch's first ops dashed and labelled "branch |g|", and s's node shows "skip a | branch b", the
-//    norms of the two parts of its gradient, so that they are compared at a glance.
+//  - residual connections y = s + f(s), as marked with Var::mark_input: skip edges are bold and
+//    labelled "skip |g|"; at a stream position s (read through a skip edge and by other ops) the edges
+//    into the branch's first ops are dashed and labelled "branch |g|", the branch's edge into the add
+//    dashed, and s's node shows "skip a | branch b", the norms of the two parts of its gradient
+//    (split_skip_branch), so that they are compared at a glance.
 std::string to_dot(const Tape& tape, const DotOptions& options = {});
 
 }  // namespace gs

@@ -7,55 +7,28 @@
 
 namespace gs::experiments {
 
-PathSplit split_gradient(const Var& position, const std::vector<int>& identity_ops) {
+PathSplit split_gradient(const Var& position) {
   const Entry& e = position.entry();
   const std::string where = "split_gradient: tape index " + std::to_string(position.index()) +
                             (e.label.empty() ? std::string() : " (" + e.label + ")");
   if (!e.has_grad) throw Error(where + " has no gradient: run backward first, from a root that depends on it");
-  // engine/tools/inspect.hpp: what each op sent into this gradient; throws if keep_contributions was off.
-  const std::vector<ContributionInfo> parts = contributions(position);
-  if (parts.empty()) throw Error(where + " is the root of backward: no op sent it a gradient");
-  PathSplit s;
-  s.total = e.grad;
-  s.identity = xt::zeros_like(e.value);
-  s.branch = xt::zeros_like(e.value);
-  std::vector<bool> seen(identity_ops.size(), false);
-  for (const ContributionInfo& c : parts) {
-    const auto it = std::find(identity_ops.begin(), identity_ops.end(), c.from);
-    if (it != identity_ops.end()) {
-      s.identity += c.grad;
-      ++s.identity_parts;
-      seen[static_cast<std::size_t>(it - identity_ops.begin())] = true;
-    } else {
-      s.branch += c.grad;
-      ++s.branch_parts;
-    }
-  }
-  for (std::size_t i = 0; i < identity_ops.size(); ++i)
-    if (!seen[i])
-      throw Error(where + ": the identity op at tape index " + std::to_string(identity_ops[i]) +
-                  " sent it no gradient (is it a consumer of this entry?)");
-  return s;
+  // What each op sent into this gradient, summed by the role of its edge; throws if keep_contributions was off.
+  const SkipBranch parts = split_skip_branch(position);
+  return {parts.skip, parts.branch, e.grad, parts.skip_parts, parts.branch_parts};
 }
 
 std::vector<StreamPosition> stream_positions(const nn::TransformerLM& model) {
-  // The op through which a sublayer reads its input on the skip path: deepnorm's alpha * x is an op
-  // of its own; otherwise the skip is the input itself and the add (sum) reads it.
-  auto skip_op = [](const Var& input, const Var& skip, const Var& sum) {
-    return skip.index() != input.index() ? skip.index() : sum.index();
-  };
   std::vector<StreamPosition> out;
   const std::size_t L = model.blocks.size();
   if (L == 0 || model.last.emb.index() < 0) throw Error("stream_positions: the model has no forward on the tape");
-  out.push_back({"emb", model.last.emb, -1});
+  out.push_back({"emb", model.last.emb, false});
   for (std::size_t l = 0; l < L; ++l) {
     const nn::BlockTrace& t = model.blocks[l]->last;
     const std::string b = "blocks." + std::to_string(l) + ".";
     if (t.input.index() != out.back().value.index())
       throw Error("stream_positions: " + b + "input is not the previous stream position (a stale trace?)");
-    out.back().identity_op = skip_op(t.input, t.attn_skip, t.attn_sum);
-    out.push_back({b + "mid", t.mid, skip_op(t.mid, t.mlp_skip, t.mlp_sum)});
-    out.push_back({b + "out", t.output, -1});
+    out.push_back({b + "mid", t.mid, false});
+    out.push_back({b + "out", t.output, l + 1 == L});
   }
   return out;
 }

@@ -32,17 +32,17 @@ struct PathSplit {
   std::size_t identity_parts = 0, branch_parts = 0;  // how many contributions each sum has
 };
 
-// Splits the gradient of `position` after a backward pass on a tape with keep_contributions on.
-// Contributions sent by an op whose tape index is in `identity_ops` go to identity, all others to
-// branch. Throws gs::Error if the position has no gradient, if the tape kept no contributions for it
-// (keep_contributions was off), or if an identity op sent nothing (a wrong index).
-PathSplit split_gradient(const Var& position, const std::vector<int>& identity_ops);
+// Splits the gradient of `position` after a backward pass on a tape with keep_contributions on:
+// contributions sent along an edge marked skip go to identity, all others to branch. Throws gs::Error
+// if the position has no gradient, if the tape kept no contributions for it (keep_contributions was
+// off), or if no skip edge leaves it (the top of the stream).
+PathSplit split_gradient(const Var& position);
 
 // One position of the residual stream in the model's last forward.
 struct StreamPosition {
   std::string name;  // "emb", "blocks.0.mid", "blocks.0.out", ...
   Var value;         // the stream there, (B, T, C)
-  int identity_op;   // tape index of the skip-path op of the sublayer that reads it; -1 at the top
+  bool top;          // the last block's output: read by ln_f or the head, no skip path
 };
 
 // The 2L + 1 positions of the model's last forward (model.last and each block's BlockTrace), in
