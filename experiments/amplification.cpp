@@ -91,7 +91,7 @@ using Results = std::map<Key, std::vector<Amplification>>;  // one entry per see
 using Outputs = std::array<Array, n_outputs>;
 
 Outputs last_outputs(const nn::TransformerLM& model) {
-  return {model.last.logits.value(), model.blocks.back()->last.output.value()};
+  return {model.last.logits.value(), model.blocks.back()->last.out.value()};
 }
 
 // F with the current parameters, recording nothing for backward.

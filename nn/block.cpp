@@ -89,7 +89,7 @@ Var Block::forward(const Var& x, Site site) {
       t.mlp_skip = t.mid;
       t.mlp_branch = run("mlp", mlp, t.mid);
       t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch);
-      t.output = run("ln2", *ln2, t.mlp_sum);
+      t.out = run("ln2", *ln2, t.mlp_sum);
       break;
     }
     case Placement::pre: {
@@ -104,7 +104,7 @@ Var Block::forward(const Var& x, Site site) {
       t.mlp_skip = t.mid;
       t.mlp_branch = run("mlp", mlp, t.mlp_in);
       t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch);
-      t.output = t.mlp_sum;
+      t.out = t.mlp_sum;
       break;
     }
     case Placement::peri: {
@@ -119,7 +119,7 @@ Var Block::forward(const Var& x, Site site) {
       t.mlp_skip = t.mid;
       t.mlp_branch = run("ln_mlp_out", *ln_mlp_out, run("mlp", mlp, t.mlp_in));
       t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch);
-      t.output = t.mlp_sum;
+      t.out = t.mlp_sum;
       break;
     }
     case Placement::deepnorm: {
@@ -134,7 +134,7 @@ Var Block::forward(const Var& x, Site site) {
       t.mlp_skip = scaled_skip(t.mid, alpha).named(p + "mlp_skip");
       t.mlp_branch = run("mlp", mlp, t.mid);
       t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch);
-      t.output = run("ln2", *ln2, t.mlp_sum);
+      t.out = run("ln2", *ln2, t.mlp_sum);
       break;
     }
     case Placement::rezero: {
@@ -149,7 +149,7 @@ Var Block::forward(const Var& x, Site site) {
       t.mlp_skip = t.mid;
       t.mlp_branch = run("mlp", mlp, t.mid) * rezero_mlp;
       t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch);
-      t.output = t.mlp_sum;
+      t.out = t.mlp_sum;
       break;
     }
   }
@@ -159,13 +159,13 @@ Var Block::forward(const Var& x, Site site) {
   if (t.attn_in.index() != x.index()) t.attn_in.named(p + "attn_in");
   t.attn_branch.named(p + "attn_branch");
   if (t.attn_sum.index() != t.mid.index()) t.attn_sum.named(p + "attn_sum");
-  t.mid.named(p + "resid_mid");
+  t.mid.named(p + "mid");
   if (t.mlp_in.index() != t.mid.index()) t.mlp_in.named(p + "mlp_in");
   t.mlp_branch.named(p + "mlp_branch");
-  if (t.mlp_sum.index() != t.output.index()) t.mlp_sum.named(p + "mlp_sum");
-  t.output.named(p + "resid_post");
+  if (t.mlp_sum.index() != t.out.index()) t.mlp_sum.named(p + "mlp_sum");
+  t.out.named(p + "out");
   last = t;
-  return t.output;  // (B, T, C)
+  return t.out;  // (B, T, C)
 }
 
 }  // namespace gs::nn

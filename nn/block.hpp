@@ -27,11 +27,12 @@ namespace gs::nn {
 // identity path from the branch path. Each sublayer adds  sum = skip + branch:
 //   skip    the identity path: x itself, or alpha * x for deepnorm
 //   branch  what the sublayer adds: Attn(x), Attn(LN1 x), LNa(Attn(LN1 x)) or a_attn * Attn(x)
-//   sum     the add; for pre, peri and rezero it is the stream itself (sum == mid / output),
+//   sum     the add; for pre, peri and rezero it is the stream itself (sum == mid / out),
 //           for post and deepnorm the stream is LN(sum)
 // Labels on the tape (i = the block's index): blocks.i.attn_in, .attn_branch, .attn_skip (deepnorm),
-// .attn_sum (post, deepnorm), .resid_mid, and the same with mlp_ ending in .resid_post. The block's
-// input is not relabelled: it is the previous block's resid_post, or the model's "emb".
+// .attn_sum (post, deepnorm), .mid, and the same with mlp_ ending in .out: the stream positions have
+// the same names here, on the tape and in the stream experiment (blocks.i.mid, blocks.i.out). The
+// block's input is not relabelled: it is the previous block's out, or the model's "emb".
 struct BlockTrace {
   Var input;        // x (B, T, C)
   Var attn_in;      // what Attn saw: x, or LN1(x) for pre and peri
@@ -43,7 +44,7 @@ struct BlockTrace {
   Var mlp_skip;
   Var mlp_branch;
   Var mlp_sum;
-  Var output;       // y (B, T, C)
+  Var out;          // y (B, T, C)
 };
 
 class Block : public Module {

@@ -60,7 +60,7 @@ TEST_CASE("stream_positions lists emb, then each block's mid and output; the blo
       const BlockTrace& t = model.blocks[l]->last;
       REQUIRE(p[2 * l + 1].name == "blocks." + std::to_string(l) + ".mid");
       REQUIRE(p[2 * l + 1].value.index() == t.mid.index());
-      REQUIRE(p[2 * l + 2].value.index() == t.output.index());
+      REQUIRE(p[2 * l + 2].value.index() == t.out.index());
       // The skip path starts at the position: its edge into the add, or into alpha * x for deepnorm,
       // is marked skip, and the add's other input is marked branch.
       for (const Var& sum : {t.attn_sum, t.mlp_sum}) {
@@ -116,7 +116,7 @@ TEST_CASE("at init ReZero is the identity on the stream and every branch part of
   const std::vector<StreamPosition> p = forward_backward(model, tape);
   for (const auto& block : model.blocks) {
     REQUIRE(block->last.mid.value() == block->last.input.value());
-    REQUIRE(block->last.output.value() == block->last.input.value());
+    REQUIRE(block->last.out.value() == block->last.input.value());
   }
   for (std::size_t k = 0; k + 1 < p.size(); ++k) {
     INFO("position " << p[k].name);

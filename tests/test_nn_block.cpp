@@ -32,10 +32,10 @@ TEST_CASE("a block labels its residual stream on the tape", "[nn][block]") {
     TapeScope scope(tape);
     Var x = tape.leaf(test::randn({2, 3, 4}, 2));
     Var y = block.forward(x);
-    REQUIRE(y.index() == block.last.output.index());
+    REQUIRE(y.index() == block.last.out.index());
     REQUIRE(block.last.input.index() == x.index());
-    REQUIRE(block.last.mid.entry().label == "blocks.1.resid_mid");
-    REQUIRE(block.last.output.entry().label == "blocks.1.resid_post");
+    REQUIRE(block.last.mid.entry().label == "blocks.1.mid");
+    REQUIRE(block.last.out.entry().label == "blocks.1.out");
     REQUIRE(block.last.attn_branch.entry().label == "blocks.1.attn_branch");
     REQUIRE(block.last.mlp_branch.entry().label == "blocks.1.mlp_branch");
     // Every add of a sublayer has the skip and the branch as its two inputs.
@@ -44,7 +44,7 @@ TEST_CASE("a block labels its residual stream on the tape", "[nn][block]") {
     REQUIRE(block.last.mlp_sum.entry().inputs == std::vector<int>{block.last.mlp_skip.index(),
                                                                    block.last.mlp_branch.index()});
     const std::string listing = tape.listing();
-    REQUIRE(listing.find("blocks.1.resid_mid") != std::string::npos);
+    REQUIRE(listing.find("blocks.1.mid") != std::string::npos);
     REQUIRE(listing.find("blocks.1.attn.att") != std::string::npos);
   }
 }

@@ -184,7 +184,7 @@ TEST_CASE("Post-LN's residual stream has RMS 1 at every position after every blo
   IndexArray in = {{0, 1, 2, 3, 4, 0, 1, 2}, {4, 4, 3, 3, 2, 2, 1, 0}};
   model.logits(in);
   for (const auto& block : model.blocks) {
-    const Array& y = block->last.output.value();  // (B, T, C)
+    const Array& y = block->last.out.value();  // (B, T, C)
     for (std::size_t b = 0; b < 2; ++b)
       for (std::size_t t = 0; t < 8; ++t) {
         const auto row = xt::view(y, b, t);
@@ -209,7 +209,7 @@ TEST_CASE("the model's loss is the mean cross-entropy and the trace names the st
   REQUIRE(loss.value()() == Approx(expected / 6.0).epsilon(1e-12));
   REQUIRE(model.last.emb.entry().label == "emb");
   REQUIRE(model.last.final_norm.entry().label == "ln_f");
-  REQUIRE(model.blocks[1]->last.input.index() == model.blocks[0]->last.output.index());
+  REQUIRE(model.blocks[1]->last.input.index() == model.blocks[0]->last.out.index());
   REQUIRE_FALSE(TransformerLM(test::tiny_config(Placement::post)).has_final_norm());
 
   // A sequence shorter than the context uses the first T rows of pos_emb; the others get no gradient.

@@ -18,7 +18,7 @@ std::vector<LnSite> ln_sites(const nn::TransformerLM& model) {
       case nn::Placement::post:
       case nn::Placement::deepnorm:
         sites.push_back({b + ".ln1", t.attn_sum, t.mid});
-        sites.push_back({b + ".ln2", t.mlp_sum, t.output});
+        sites.push_back({b + ".ln2", t.mlp_sum, t.out});
         break;
       case nn::Placement::pre:
       case nn::Placement::peri:
@@ -29,7 +29,7 @@ std::vector<LnSite> ln_sites(const nn::TransformerLM& model) {
         break;
     }
   }
-  if (model.has_final_norm()) sites.push_back({"ln_f", model.blocks.back()->last.output, model.last.final_norm});
+  if (model.has_final_norm()) sites.push_back({"ln_f", model.blocks.back()->last.out, model.last.final_norm});
   return sites;
 }
 

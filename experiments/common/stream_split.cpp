@@ -28,7 +28,7 @@ std::vector<StreamPosition> stream_positions(const nn::TransformerLM& model) {
     if (t.input.index() != out.back().value.index())
       throw Error("stream_positions: " + b + "input is not the previous stream position (a stale trace?)");
     out.push_back({b + "mid", t.mid, false});
-    out.push_back({b + "out", t.output, l + 1 == L});
+    out.push_back({b + "out", t.out, l + 1 == L});
   }
   return out;
 }

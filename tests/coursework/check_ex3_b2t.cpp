@@ -80,7 +80,7 @@ TEST_CASE("ex3 B2T: equals Post-LN with the block's input added before LN2", "[c
   const Array y = b2t.forward(x).value();
   REQUIRE(y.shape() == expected.shape());
   REQUIRE(xt::allclose(y, expected, 1e-12, 1e-14));
-  REQUIRE_FALSE(xt::allclose(y, post.last.output.value(), 1e-3, 1e-3));  // and it is not Post-LN
+  REQUIRE_FALSE(xt::allclose(y, post.last.out.value(), 1e-3, 1e-3));  // and it is not Post-LN
 }
 
 TEST_CASE("ex3 B2T: passes a gradient check w.r.t. its input and every parameter", "[coursework][ex3]") {
