@@ -1,5 +1,7 @@
 #include "engine/broadcast.hpp"
 
+#include <algorithm>
+
 #include <xtensor/xmath.hpp>
 #include "engine/ops/keepdims.hpp"
 
@@ -18,9 +20,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op, cons
   return out;
 }
 
-Array sum_to_shape(Array grad, const Shape& shape, std::string_view op, const Site& site) {
-  const Shape from = shape_of(grad);
-  if (from == shape) return grad;
+Array sum_to_shape(Array grad, std::span<const std::size_t> to, std::string_view op, const Site& site) {
+  if (std::ranges::equal(grad.shape(), to)) return grad;  // nothing was broadcast: no Shape is built
+  const Shape from = shape_of(grad), shape(to.begin(), to.end());
   const std::size_t lead = from.size() >= shape.size() ? from.size() - shape.size() : 0;
   bool ok = from.size() >= shape.size();
   std::vector<std::size_t> axes;  // the axes of grad to sum over

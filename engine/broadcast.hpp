@@ -2,6 +2,7 @@
 // a gradient back to an input's shape; the tape calls it for every op, so no op repeats it.
 #pragma once
 
+#include <span>
 #include <string_view>
 
 #include "engine/array.hpp"
@@ -16,6 +17,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op, cons
 // The adjoint of broadcasting: if x of shape `shape` was broadcast to grad's shape in the forward
 // pass, then dL/dx is grad summed over the leading dimensions that broadcasting added and over every
 // dimension where `shape` has a 1. Throws if grad's shape is not a broadcast of `shape`.
-Array sum_to_shape(Array grad, const Shape& shape, std::string_view op, const Site& site);
+// When grad already has `shape` (nothing was broadcast, the common case) it is returned as it is.
+// `shape` is a span so that the tape can pass an input's own xtensor shape without building a Shape.
+Array sum_to_shape(Array grad, std::span<const std::size_t> shape, std::string_view op, const Site& site);
 
 }  // namespace gs

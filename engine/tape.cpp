@@ -3,7 +3,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <stdexcept>
 
 #include <xtensor/xnoalias.hpp>
 
@@ -54,10 +53,9 @@ Entry& Tape::append() {
   return entries_[size_++];
 }
 
-std::size_t Tape::in_range(int index) const {
+std::size_t Tape::checked_index(int index, const char* what, const Site& site) const {
   if (index < 0 || static_cast<std::size_t>(index) >= size_)
-    throw std::out_of_range("Tape::entry: index " + std::to_string(index) + " is not on the tape (size " +
-                            std::to_string(size_) + ")");
+    fail(what, site, "tape index " + std::to_string(index) + " is not on the tape (size " + std::to_string(size_) + ")");
   return static_cast<std::size_t>(index);
 }
 
@@ -86,10 +84,7 @@ const Entry& Tape::checked_entry(int index, std::uint64_t generation, const char
   if (generation != generation_)
     fail(what, site, "this Var (tape index " + std::to_string(index) +
                          ") belongs to a tape that has been reset since it was made; make it again this step");
-  if (index < 0 || static_cast<std::size_t>(index) >= size_)
-    fail(what, site, "tape index " + std::to_string(index) + " is not on the tape (size " +
-                         std::to_string(size_) + ")");
-  return entries_[static_cast<std::size_t>(index)];
+  return entries_[checked_index(index, what, site)];
 }
 
 Entry& Tape::checked_entry(int index, std::uint64_t generation, const char* what, const Site& site) {
@@ -151,7 +146,7 @@ void Tape::backward(const Var& root, const Array& seed, Site site) {
     // Every consumer of entry i has a larger index, so its gradient is complete here.
     for (GradHook& hook : e.hooks) {
       hook(e.grad);
-      if (shape_of(e.grad) != shape_of(e.value))
+      if (e.grad.shape() != e.value.shape())
         fail(e.op, e.site, "a gradient hook changed the gradient's shape to " + shape_str(shape_of(e.grad)) +
                                "; it must stay " + shape_str(shape_of(e.value)));
     }
@@ -172,10 +167,8 @@ void Tape::backward(const Var& root, const Array& seed, Site site) {
                              std::to_string(e.inputs.size()) + " inputs");
     for (std::size_t k = 0; k < grads.size(); ++k) {
       if (!args.needs_grad[k]) continue;
-      const Array& input = args.in(k);
-      Array g = grads[k].shape() == input.shape()  // the common case: nothing was broadcast
-                    ? std::move(grads[k])
-                    : sum_to_shape(std::move(grads[k]), shape_of(input), e.op, e.site);
+      // Returns the gradient as it is when nothing was broadcast (the common case).
+      Array g = sum_to_shape(std::move(grads[k]), args.in(k).shape(), e.op, e.site);
       if (anomaly_mode && !all_finite(g))
         fail(e.op, e.site, "anomaly mode: backward of tape index " + std::to_string(i) +
                                " sent a NaN or Inf gradient to its input " + std::to_string(k) +

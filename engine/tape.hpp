@@ -106,8 +106,11 @@ class Tape {
   void reset();
 
   std::size_t size() const { return size_; }
-  const Entry& entry(int index) const { return entries_.at(in_range(index)); }
-  Entry& entry(int index) { return entries_.at(in_range(index)); }
+  // The entry at a tape index; throws gs::Error naming the call site for an index not on the tape.
+  const Entry& entry(int index, Site site = Site::current()) const {
+    return entries_[checked_index(index, "Tape::entry", site)];
+  }
+  Entry& entry(int index, Site site = Site::current()) { return entries_[checked_index(index, "Tape::entry", site)]; }
   // The role of the edge from entry `index`'s input number `input`: EdgeRole::none unless marked.
   EdgeRole role(int index, std::size_t input) const;
   std::uint64_t generation() const { return generation_; }
@@ -130,7 +133,9 @@ class Tape {
   friend class ModuleScope;
   void accumulate(int to, Array grad, int from);
   Entry& append();                         // the next entry, at index size()
-  std::size_t in_range(int index) const;   // index as a size_t; throws std::out_of_range past size()
+  // index as a size_t; throws gs::Error ("<what> at <site>: tape index i is not on the tape") unless
+  // 0 <= index < size(). The one bounds check behind entry() and checked_entry().
+  std::size_t checked_index(int index, const char* what, const Site& site) const;
 
   // A deque, not a vector: appending never moves the existing entries, so the references that
   // Var::value(), Var::grad() and entry() return stay valid while later ops are recorded.
