@@ -172,6 +172,13 @@ TEST_CASE("gelu's fused forward gives the same bits as its plain xtensor formula
   kernels::gelu_forward(x.data(), fused.data(), x.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
     INFO("x = " << x(i) << ", plain " << plain(i) << ", fused " << fused(i));
+    if (std::isnan(plain(i))) {
+      // xsimd's erf is NaN from |x| ~ 1e51 on (its polynomials overflow: inf / inf); the kernel returns
+      // erf = +-1 from |x| = 6 on, so gelu(x) = x above and 0 below. Only 1e300 and -1e300 get here.
+      REQUIRE(std::abs(x(i)) > 1e51);
+      REQUIRE(fused(i) == (x(i) > 0.0 ? x(i) : 0.0));
+      continue;
+    }
     REQUIRE(std::bit_cast<std::uint64_t>(fused(i)) == std::bit_cast<std::uint64_t>(plain(i)));
   }
 }

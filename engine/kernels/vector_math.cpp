@@ -60,7 +60,8 @@ GS_INLINE double exp_inline(double a) {
 // erf(a), three fits on |a|:
 //   |a| < 0.65         erf(a) = a P1(a^2) / Q1(a^2)
 //   0.65 <= |a| < 2.2  erf(|a|) = 1 - e^(-a^2) P2(|a|) / Q2(|a|)
-//   2.2 <= |a|         erf(|a|) = 1 - e^(-a^2) P3(|a|) / Q3(|a|)   (1 to double precision beyond 6)
+//   2.2 <= |a| < 6     erf(|a|) = 1 - e^(-a^2) P3(|a|) / Q3(|a|)
+//   6 <= |a|           erf(|a|) = 1                                  (to double precision)
 // and erf(-a) = -erf(a).
 GS_INLINE double erf_inline(double a) {
   // P1 and Q1 have 5 coefficients; the two zeros on top make all six polynomials the same length and
@@ -102,7 +103,10 @@ GS_INLINE double erf_inline(double a) {
   const double ratio = p / q;
   const double erf_x = 1.0 - exp_inline(-xx) * ratio;  // erf(|a|), for |a| >= 0.65
   const double signed_erf_x = a < 0.0 ? -erf_x : erf_x;
-  const double large = x == HUGE_VAL ? std::copysign(1.0, a) : signed_erf_x;
+  // From |a| = 6 on, e^(-a^2) * ratio < 2^-54 and erf_x rounds to exactly 1; past |a| ~ 1e51 the
+  // polynomials overflow and ratio = inf / inf = NaN (xsimd's erf has that fault: gelu(1e80) was NaN).
+  // So from 6 on the answer is +-1 outright: the same bits wherever the formula was finite.
+  const double large = x >= 6.0 ? std::copysign(1.0, a) : signed_erf_x;
   return small ? a * ratio : large;
 }
 

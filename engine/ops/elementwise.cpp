@@ -70,9 +70,20 @@ Var neg(const Var& x, Site site) {
 }
 
 Var pow(const Var& x, double p, Site site) {
-  // y = x^p:  dy/dx = p x^(p-1)
-  return x.tape(site).record("pow", {x}, xt::pow(x.value(site), p), [p](const BackwardArgs& g) -> Grads {
-    return {g.grad * p * xt::pow(g.in(0), p - 1.0)};
+  // y = x^p:  dy/dx = p x^(p-1), and for p = 0 (y = 1, a constant) dy/dx = 0 everywhere, also at
+  // x = 0 where p x^(p-1) would be 0 * inf (PyTorch's rule). Values follow C's std::pow (IEEE 754):
+  // 0^0 = 1, 0^p = inf for p < 0, a negative x to a non-integer p is NaN, and x^0 = 1 even for a NaN x.
+  // Both loops call std::pow element by element: xt::pow evaluated pairs of elements with xsimd and
+  // the odd one with std::pow, and the two disagree at 0 (0^0 gave 0 in a pair and 1 alone).
+  const Array& v = x.value(site);
+  Array y = Array::from_shape(shape_of(v));
+  for (std::size_t i = 0; i < v.size(); ++i) y.data()[i] = std::pow(v.data()[i], p);
+  return x.tape(site).record("pow", {x}, std::move(y), [p](const BackwardArgs& g) -> Grads {
+    const Array& in = g.in(0);
+    Array dx = Array::from_shape(shape_of(in));
+    for (std::size_t i = 0; i < in.size(); ++i)
+      dx.data()[i] = p == 0.0 ? g.grad.data()[i] * 0.0 : g.grad.data()[i] * p * std::pow(in.data()[i], p - 1.0);
+    return {std::move(dx)};
   }, site);
 }
 
@@ -109,9 +120,22 @@ Var sigmoid(const Var& x, Site site) {
 }
 
 Var relu(const Var& x, Site site) {
-  // y = max(x, 0):  dy/dx = 1 where x > 0, else 0 (the subgradient 0 at x = 0)
-  return x.tape(site).record("relu", {x}, xt::maximum(x.value(site), 0.0), [](const BackwardArgs& g) -> Grads {
-    return {g.grad * xt::cast<double>(g.in(0) > 0.0)};
+  // y = max(x, 0):  dy/dx = 1 where x > 0, else 0 (the subgradient 0 at x = 0). A NaN x gives y = NaN
+  // and dy/dx = NaN: xt::maximum(x, 0) returned 0 for NaN, so a NaN vanished here unseen.
+  const Array& v = x.value(site);
+  Array y = Array::from_shape(shape_of(v));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double a = v.data()[i];
+    y.data()[i] = a > 0.0 ? a : std::isnan(a) ? a : 0.0;
+  }
+  return x.tape(site).record("relu", {x}, std::move(y), [](const BackwardArgs& g) -> Grads {
+    const Array& in = g.in(0);
+    Array dx = Array::from_shape(shape_of(in));
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const double a = in.data()[i];
+      dx.data()[i] = g.grad.data()[i] * (a > 0.0 ? 1.0 : std::isnan(a) ? a : 0.0);
+    }
+    return {std::move(dx)};
   }, site);
 }
 

@@ -1,5 +1,9 @@
 #include "engine/ops/keepdims.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include <xtensor/xmath.hpp>
 #include <xtensor/xreducer.hpp>
 #include <xtensor/xsort.hpp>
@@ -21,8 +25,16 @@ Array sum_keepdims(const Array& x, const std::vector<std::size_t>& axes) {
 }
 
 Array max_keepdims(const Array& x, const std::vector<std::size_t>& axes) {
+  if (x.size() == 0) return Array::from_shape(kept_shape(shape_of(x), axes));  // no data for xtensor to offset
   Array r = xt::amax(x, axes);
   r.reshape(kept_shape(shape_of(x), axes));
+  // Finite (and infinite) maxima are exact whichever element xt::amax compared first; only NaN needs
+  // a second look, and only when there is one.
+  if (std::any_of(x.begin(), x.end(), [](double v) { return std::isnan(v); })) {
+    const Array nans = sum_keepdims(xt::cast<double>(xt::isnan(x)), axes);
+    for (std::size_t i = 0; i < r.size(); ++i)
+      if (nans.data()[i] > 0.0) r.data()[i] = std::numeric_limits<double>::quiet_NaN();
+  }
   return r;
 }
 

@@ -11,6 +11,9 @@
 namespace gs {
 
 Array sum_keepdims(const Array& x, const std::vector<std::size_t>& axes);
+// The max over `axes`, NaN wherever the reduced elements hold a NaN (xt::amax lets a NaN through or
+// not depending on where it sits). Every reduced axis must be non-empty (require_nonempty_axes);
+// an empty x whose reduced axes are non-empty gives an empty result.
 Array max_keepdims(const Array& x, const std::vector<std::size_t>& axes);
 
 // The shape of x after reducing `axes` with keepdims: those axes become 1.
