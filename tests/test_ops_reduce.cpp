@@ -161,6 +161,30 @@ TEST_CASE("the sum over an empty array is zero, and its gradient is empty", "[re
   REQUIRE(x.grad().shape() == x.value().shape());
 }
 
+TEST_CASE("max, mean, softmax and log_softmax over a zero-length axis throw, naming op, shape and site",
+          "[reduce][empty][errors]") {
+  // Regression: the max of no elements read past an empty array (undefined behaviour), and mean
+  // divided 0 by 0. A sum over no elements is 0 and stays allowed.
+  Tape tape;
+  Var x = tape.leaf(xt::zeros<double>({3, 0}));
+  const std::string site = "test_ops_reduce.cpp:";
+  const int line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(max(x, {1}), Catch::StartsWith("max at " + site + std::to_string(line)) &&
+                                       Catch::Contains("axis 1") && Catch::Contains("(3, 0)") && Catch::Contains("length 0"));
+  REQUIRE_THROWS_WITH(max(x), Catch::StartsWith("max at " + site) && Catch::Contains("(3, 0)"));
+  REQUIRE_THROWS_WITH(mean(x, {1}), Catch::StartsWith("mean at " + site) && Catch::Contains("(3, 0)"));
+  REQUIRE_THROWS_WITH(mean(x), Catch::StartsWith("mean at " + site) && Catch::Contains("length 0"));
+  REQUIRE_THROWS_WITH(softmax(x, 1), Catch::StartsWith("softmax at " + site) && Catch::Contains("(3, 0)"));
+  REQUIRE_THROWS_WITH(log_softmax(x, -1), Catch::StartsWith("log_softmax at " + site) && Catch::Contains("(3, 0)"));
+  REQUIRE(sum(x, {1}).value() == Array(xt::zeros<double>({3})));
+  // Reducing a non-empty axis of an empty array is fine: the result is empty too.
+  Var rows = tape.leaf(xt::zeros<double>({0, 4}));
+  REQUIRE(max(rows, {1}).shape() == Shape{0});
+  REQUIRE(mean(rows, {1}).shape() == Shape{0});
+  REQUIRE(softmax(rows, 1).shape() == Shape{0, 4});
+  REQUIRE(log_softmax(rows, 1).shape() == Shape{0, 4});
+}
+
 TEST_CASE("max sends the gradient to the arg max, shared equally among ties", "[reduce][max]") {
   Tape tape;
   Var x = tape.leaf(Array{{1.0, 3.0, 3.0, 2.0}, {5.0, 0.0, 5.0, 5.0}});

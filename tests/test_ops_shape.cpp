@@ -33,6 +33,21 @@ TEST_CASE("reshape keeps the row-major order of the values and infers one -1", "
   REQUIRE(reshape(scalar, {-1, 1}).shape() == Shape{1, 1});
 }
 
+TEST_CASE("reshape to a shape whose element count overflows throws, naming the shapes and the site",
+          "[shape][reshape][errors]") {
+  // Regression: 4 * (2^62 + 1) wraps to 4 in 64 bits, so (4,) "reshaped" to (4, 2^62 + 1) passed the
+  // count check and the next read went far past the four elements (a segfault).
+  Tape tape;
+  Var x = tape.leaf(Array{1.0, 2.0, 3.0, 4.0});
+  const long huge = (1L << 62) + 1;
+  const int line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(reshape(x, {4, huge}), Catch::StartsWith("reshape at test_ops_shape.cpp:" + std::to_string(line)) &&
+                                                 Catch::Contains("(4,)") && Catch::Contains("overflows"));
+  REQUIRE_THROWS_WITH(reshape(x, {-1, huge, 4}), Catch::Contains("overflows"));
+  REQUIRE_THROWS_WITH(reshape(x, {1L << 32, 1L << 32}), Catch::Contains("overflows"));  // wraps to 0
+  REQUIRE(reshape(x, {2, -1}).shape() == Shape{2, 2});
+}
+
 TEST_CASE("reshape passes gradcheck, and its gradient has the input's shape", "[shape][reshape][gradcheck]") {
   require_gradcheck([](const Vars& v) { return reshape(v[0], {2, 6}); }, {test::randn({3, 4}, 2)});
   require_gradcheck([](const Vars& v) { return reshape(v[0], {-1}); }, {test::randn({3, 4}, 3)});

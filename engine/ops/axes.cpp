@@ -26,6 +26,14 @@ std::vector<std::size_t> normalize_axes(const std::vector<int>& axes, const Shap
   return out;
 }
 
+void require_nonempty_axes(const std::vector<std::size_t>& axes, const Shape& shape, std::string_view op,
+                           const Site& site) {
+  for (std::size_t a : axes)
+    if (shape[a] == 0)
+      fail(op, site, "axis " + std::to_string(a) + " of an array of shape " + shape_str(shape) +
+                         " has length 0: there is nothing to reduce over");
+}
+
 std::vector<std::size_t> normalize_permutation(const std::vector<int>& axes, const Shape& shape,
                                                std::string_view op, const Site& site) {
   const std::size_t rank = shape.size();

@@ -17,6 +17,11 @@ std::size_t normalize_axis(int axis, const Shape& shape, std::string_view op, co
 std::vector<std::size_t> normalize_axes(const std::vector<int>& axes, const Shape& shape, std::string_view op,
                                         const Site& site);
 
+// Throws, naming the op, the axis and the shape, if any of `axes` has length 0: a max, mean or softmax
+// over no elements is undefined (a sum over none is 0 and needs no check).
+void require_nonempty_axes(const std::vector<std::size_t>& axes, const Shape& shape, std::string_view op,
+                           const Site& site);
+
 // A permutation of 0..rank-1, written with possibly negative axes.
 std::vector<std::size_t> normalize_permutation(const std::vector<int>& axes, const Shape& shape,
                                                std::string_view op, const Site& site);

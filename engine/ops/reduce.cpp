@@ -44,6 +44,7 @@ Var sum(const Var& x, const std::vector<int>& axes, bool keepdims, Site site) {
 Var mean(const Var& x, const std::vector<int>& axes, bool keepdims, Site site) {
   const Shape from = x.shape(site);
   const auto ax = normalize_axes(axes, from, "mean", site);
+  require_nonempty_axes(ax, from, "mean", site);
   double count = 1.0;
   for (std::size_t a : ax) count *= static_cast<double>(from[a]);
   Array value = sum_keepdims(x.value(), ax) / count;
@@ -58,10 +59,11 @@ Var mean(const Var& x, const std::vector<int>& axes, bool keepdims, Site site) {
 Var max(const Var& x, const std::vector<int>& axes, bool keepdims, Site site) {
   const Shape from = x.shape(site);
   const auto ax = normalize_axes(axes, from, "max", site);
-  if (x.value().size() == 0) fail("max", site, "cannot take the max of an empty array " + shape_str(from));
+  require_nonempty_axes(ax, from, "max", site);
   Array value = max_keepdims(x.value(), ax);
   value.reshape(reduced_shape(from, ax, keepdims));
-  // y = max_i x_i:  dy/dx_i = 1 at the arg max, 0 elsewhere; k tied maxima get 1/k each
+  // y = max_i x_i:  dy/dx_i = 1 at the arg max, 0 elsewhere; k tied maxima get 1/k each.
+  // A NaN among the x_i makes y NaN and, since no x_i then equals y (ties = 0), every x_i's gradient 0/0 = NaN.
   const Shape keep = kept_shape(from, ax);
   return x.tape(site).record("max", {x}, std::move(value), [keep, from, ax](const BackwardArgs& g) -> Grads {
     Array top = spread(g.out, keep, from);
@@ -72,7 +74,9 @@ Var max(const Var& x, const std::vector<int>& axes, bool keepdims, Site site) {
 }
 
 Var softmax(const Var& x, int axis, Site site) {
-  const std::size_t a = normalize_axis(axis, x.shape(site), "softmax", site);
+  const Shape from = x.shape(site);
+  const std::size_t a = normalize_axis(axis, from, "softmax", site);
+  require_nonempty_axes({a}, from, "softmax", site);
   const Array& v = x.value();
   Array m = max_keepdims(v, {a});
   Array e = xt::exp(v - m);
@@ -86,7 +90,9 @@ Var softmax(const Var& x, int axis, Site site) {
 }
 
 Var log_softmax(const Var& x, int axis, Site site) {
-  const std::size_t a = normalize_axis(axis, x.shape(site), "log_softmax", site);
+  const Shape from = x.shape(site);
+  const std::size_t a = normalize_axis(axis, from, "log_softmax", site);
+  require_nonempty_axes({a}, from, "log_softmax", site);
   const Array& v = x.value();
   Array m = max_keepdims(v, {a});
   Array shifted = v - m;

@@ -15,6 +15,7 @@ Var reshape(const Var& x, const std::vector<long>& shape, Site site) {
   const std::size_t count = x.value().size();
   Shape to;
   std::size_t known = 1, inferred = shape.size();
+  bool overflow = false;  // the product of the given dimensions does not fit a size_t
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1 && inferred == shape.size()) {
       inferred = i;
@@ -23,8 +24,13 @@ Var reshape(const Var& x, const std::vector<long>& shape, Site site) {
     }
     if (shape[i] < 0) fail("reshape", site, "a dimension is negative (only one -1 is allowed)");
     to.push_back(static_cast<std::size_t>(shape[i]));
-    known *= to.back();
+    overflow = __builtin_mul_overflow(known, to.back(), &known) || overflow;
   }
+  // A wrapped product could match the element count by accident and hand xtensor a shape far larger
+  // than the data: check it before anything else.
+  if (overflow)
+    fail("reshape", site, "cannot reshape " + shape_str(from) + " to " + shape_str(to) +
+                              ": the dimensions' product overflows (more than 2^64 elements)");
   if (inferred != shape.size() && known != 0 && count % known == 0) to[inferred] = count / known;
   const std::size_t to_count = std::accumulate(to.begin(), to.end(), std::size_t{1}, std::multiplies<>());
   if (to_count != count)
