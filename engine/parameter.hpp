@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "engine/array.hpp"
@@ -14,18 +15,15 @@ namespace gs {
 
 class Tape;
 
+// What every handle to one parameter shares. Which tapes hold a leaf for it is the tapes' business
+// (Tape::parameter_leaf), so that two threads, each with its own tape, can use one parameter at once.
 struct ParameterState {
   std::string name;
   Array value;
   Array grad;                  // same shape as value; sums every backward() until zero_grad()
   bool requires_grad = true;
   std::uint64_t version = 0;   // bumped by every mutable access to value
-
-  // Where this parameter's leaf is on a tape, so that one step uses one leaf.
-  const Tape* tape = nullptr;
-  std::uint64_t generation = 0;
-  std::uint64_t leaf_version = 0;
-  int index = -1;
+  std::mutex grad_mutex;       // held while a backward pass adds into grad (or zero_grad clears it)
 };
 
 class Parameter {
@@ -48,6 +46,10 @@ class Parameter {
 
   // The parameter's leaf on the current tape, created on first use in this tape generation.
   Var var(Site site = Site::current()) const;
+  // Threads: any number of threads may use one parameter at once, each on its own tape; their
+  // backward passes add into grad() one at a time (grad_mutex), so no contribution is lost (their
+  // order, and so the last bits of the sum, may differ between runs). Changing value() or zero_grad()
+  // while another thread uses the parameter is not allowed (docs/engine.md, "Threads and lifetime").
 
  private:
   ParameterState& state() const;

@@ -3,6 +3,7 @@
 // reverse loop over the entries; there is no recursion anywhere, not even in destruction.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -11,6 +12,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/array.hpp"
@@ -20,6 +22,16 @@
 namespace gs {
 
 struct ParameterState;
+class Tape;
+
+// Where a Var finds its tape. A Var points at its tape's slot, not at the tape: slots are never freed
+// (a destroyed tape hands its slot on to the next tape made), so a Var that outlives its tape still
+// reads valid memory and learns that the tape is gone, instead of reading a freed Tape.
+struct TapeSlot {
+  std::atomic<Tape*> tape{nullptr};                // the tape living here; null while the slot is free
+  std::atomic<std::uint64_t> first_generation{0};  // that tape's generation when it was made: a Var of
+                                                   // an older generation was made by an earlier tape
+};
 
 // What an op's backward receives. The tape hands the op its own output (`out`) as an argument, so no
 // backward lambda ever captures its output value.
@@ -74,9 +86,12 @@ struct Entry {
   std::shared_ptr<ParameterState> param;  // set when this leaf stands for a Parameter
 };
 
+// A tape belongs to the thread that constructed it: using it (recording, reading an entry, backward,
+// reset) from any other thread throws gs::Error. Every thread has its own Tape::current().
 class Tape {
  public:
   Tape();
+  ~Tape();
   Tape(const Tape&) = delete;
   Tape& operator=(const Tape&) = delete;
 
@@ -85,6 +100,9 @@ class Tape {
 
   Var leaf(Array value, bool requires_grad = true, Site site = Site::current());
   Var constant(Array value, Site site = Site::current());  // a leaf that never needs a gradient
+  // The leaf of a parameter (Parameter::var): this generation's leaf if the parameter's value and the
+  // grad mode are unchanged since it was made, else a fresh "param" entry (which it remembers).
+  Var parameter_leaf(const std::shared_ptr<ParameterState>& parameter, Site site = Site::current());
 
   // Ops call this to append their entry. The new entry requires a gradient when grad mode is on and
   // any input requires one; otherwise its backward is dropped. The inputs come as a braced list,
@@ -114,6 +132,12 @@ class Tape {
   // The role of the edge from entry `index`'s input number `input`: EdgeRole::none unless marked.
   EdgeRole role(int index, std::size_t input) const;
   std::uint64_t generation() const { return generation_; }
+  const TapeSlot* slot() const { return slot_; }  // what a Var points at (see TapeSlot)
+  // Throws "<what> at <site>: ... another thread" unless called on the thread that made this tape.
+  void check_thread(const char* what, const Site& site = Site::current()) const {
+    if (owner_ != this_thread_marker()) [[unlikely]]
+      refuse_other_thread(what, site);
+  }
 
   // One line per entry: index, op, label, call site, shape, value norm, gradient norm.
   std::string listing() const;
@@ -124,6 +148,8 @@ class Tape {
   bool grad_enabled = true;        // off inside a NoGradScope: entries record values only
   bool anomaly_mode = false;       // on: the first NaN/Inf value or gradient throws
   bool keep_contributions = false; // on: every entry keeps the list of gradients summed into it
+  bool accumulate_into_parameters = true;  // off: backward leaves Parameter::grad() alone (the
+                                           // gradient stays readable on each "param" leaf; hvp uses it)
 
   // Used by Var and Parameter to turn a handle into its entry, with a clear error for a bad one.
   const Entry& checked_entry(int index, std::uint64_t generation, const char* what, const Site& site) const;
@@ -132,7 +158,14 @@ class Tape {
  private:
   friend class ModuleScope;
   void accumulate(int to, Array grad, int from);
-  Entry& append();                         // the next entry, at index size()
+  Entry& append(const char* what, const Site& site);  // the next entry, at index size()
+  Var append_leaf(const char* op, Array value, bool requires_grad, const Site& site);
+  // One address per live thread (a thread_local's), cheaper to read than std::this_thread::get_id().
+  static const void* this_thread_marker() {
+    static thread_local const char marker = 0;
+    return &marker;
+  }
+  [[noreturn]] void refuse_other_thread(const char* what, const Site& site) const;
   // index as a size_t; throws gs::Error ("<what> at <site>: tape index i is not on the tape") unless
   // 0 <= index < size(). The one bounds check behind entry() and checked_entry().
   std::size_t checked_index(int index, const char* what, const Site& site) const;
@@ -145,6 +178,14 @@ class Tape {
   std::size_t size_ = 0;
   std::uint64_t generation_;
   std::string scope_;
+  TapeSlot* slot_;
+  const void* owner_;  // this_thread_marker() of the thread that made the tape
+  // Which parameters have a leaf on the tape this generation: where, and at which value version.
+  struct ParameterLeaf {
+    int index;
+    std::uint64_t version;
+  };
+  std::unordered_map<const ParameterState*, ParameterLeaf> parameter_leaves_;
 };
 
 // Names the module whose forward runs for a scope: appends ".name" to the tape's scope (just "name"
@@ -179,6 +220,7 @@ class TapeScope {
 class NoGradScope {
  public:
   explicit NoGradScope(Tape& tape = Tape::current()) : tape_(tape), previous_(tape.grad_enabled) {
+    tape_.check_thread("NoGradScope");
     tape_.grad_enabled = false;
   }
   ~NoGradScope() { tape_.grad_enabled = previous_; }

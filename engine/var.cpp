@@ -5,11 +5,19 @@
 
 namespace gs {
 
+Var::Var(const Tape& tape, int index, std::uint64_t generation)
+    : slot_(tape.slot()), index_(index), generation_(generation) {}
+
 Var::Var(const Parameter& parameter, Site site) : Var(parameter.var(site)) {}
 
 Tape& Var::tape(Site site) const {
-  if (!tape_) fail("Var", site, "this Var is empty (default-constructed): give it a value first");
-  return *tape_;
+  if (!slot_) fail("Var", site, "this Var is empty (default-constructed): give it a value first");
+  // Generations only grow, so a slot whose tape was made after this Var holds another tape.
+  Tape* tape = slot_->tape.load(std::memory_order_acquire);
+  if (!tape || generation_ < slot_->first_generation.load(std::memory_order_relaxed))
+    fail("Var", site, "the Tape this Var (tape index " + std::to_string(index_) +
+                          ") was recorded on has been destroyed; a Var can only be used while its Tape lives");
+  return *tape;
 }
 
 const Entry& Var::entry(Site site) const {

@@ -1,5 +1,7 @@
 // Var: the cheap handle a user holds. It names one entry of a tape (its index) and the tape's
-// generation, so that a handle kept past Tape::reset() is caught instead of reading another value.
+// generation, so that a handle kept past Tape::reset() is caught instead of reading another value,
+// and it reaches the tape through the tape's slot (TapeSlot, in tape.hpp), so that a handle kept past
+// the tape's destruction is caught too.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@ namespace gs {
 class Tape;
 class Parameter;
 struct Entry;
+struct TapeSlot;
 
 // The part an input plays in the op that reads it, where a module says so. A residual connection
 // y = s + f(s) has two paths from s to y: the skip (identity) path, which hands the gradient back
@@ -31,7 +34,7 @@ using GradHook = std::function<void(Array& grad)>;
 class Var {
  public:
   Var() = default;  // an empty handle; using it throws
-  Var(Tape* tape, int index, std::uint64_t generation) : tape_(tape), index_(index), generation_(generation) {}
+  Var(const Tape& tape, int index, std::uint64_t generation);
   // A parameter used in an op enters the current tape as a leaf (see parameter.hpp).
   Var(const Parameter& parameter, Site site = Site::current());
 
@@ -43,6 +46,7 @@ class Var {
 
   int index() const { return index_; }   // the tape index: a topological position
   std::uint64_t generation() const { return generation_; }
+  // The tape this Var was recorded on; throws if the Var is empty or that tape has been destroyed.
   Tape& tape(Site site = Site::current()) const;
   const Entry& entry(Site site = Site::current()) const;  // checked: throws for a stale handle
 
@@ -58,7 +62,7 @@ class Var {
   void backward(const Array& seed, Site site = Site::current()) const;
 
  private:
-  Tape* tape_ = nullptr;
+  const TapeSlot* slot_ = nullptr;
   int index_ = -1;
   std::uint64_t generation_ = 0;
 };

@@ -1,5 +1,6 @@
 // Numerics at the edges: pow gives one answer in every SIMD lane and at 0; a NaN goes through every
-// op of engine/ops, in values and in gradients; gelu is finite for every finite input.
+// op of engine/ops, in values and in gradients; gelu is finite for every finite input; anomaly mode
+// also checks leaves, constants, parameters and seeds.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -232,4 +233,33 @@ TEST_CASE("gelu and its gradient are finite for every finite input, however larg
   const Run n = run([](const Vars& v) { return gelu(v[0]); }, {Array{nan_}});
   REQUIRE(std::isnan(n.y(0)));
   REQUIRE(std::isnan(n.grads[0](0)));
+}
+
+// ---- anomaly mode: leaves, constants, parameters, seeds ----
+
+TEST_CASE("anomaly mode also refuses a NaN or Inf leaf, constant, parameter or seed", "[numerics][anomaly]") {
+  // Regression: anomaly mode checked op outputs and gradients only, so a NaN that came in with the
+  // data or a parameter was reported at the first op that used it, not where it entered.
+  Tape tape;
+  TapeScope scope(tape);
+  tape.anomaly_mode = true;
+  const int leaf_line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(tape.leaf(Array{1.0, nan_}),
+                      Catch::StartsWith("leaf at test_engine_numerics.cpp:" + std::to_string(leaf_line)) &&
+                          Catch::Contains("anomaly mode") && Catch::Contains("(2,)"));
+  const int const_line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(tape.constant(Array{inf_}),
+                      Catch::StartsWith("const at test_engine_numerics.cpp:" + std::to_string(const_line)) &&
+                          Catch::Contains("NaN or Inf"));
+  Parameter w(Array{0.5, -inf_}, "w");
+  const int param_line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(w * 2.0, Catch::StartsWith("param at test_engine_numerics.cpp:" + std::to_string(param_line)) &&
+                                   Catch::Contains("'w'"));
+  Var x = tape.leaf(Array{1.0, 2.0});
+  Var y = x * x;
+  REQUIRE_THROWS_WITH(y.backward(Array{1.0, nan_}), Catch::StartsWith("backward") && Catch::Contains("seed"));
+  // Finite ones pass, and with the mode off a NaN leaf is recorded silently.
+  REQUIRE_NOTHROW(tape.leaf(Array{1.0, 2.0}));
+  tape.anomaly_mode = false;
+  REQUIRE(std::isnan(tape.leaf(Array{nan_}).value()(0)));
 }

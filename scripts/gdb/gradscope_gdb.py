@@ -190,6 +190,32 @@ def tape_entries(tape):
     return [deque_at(tape["entries_"], i) for i in range(tape_size(tape))]
 
 
+def _atomic(val):
+    """The value inside a libstdc++ std::atomic (a pointer's is _M_b._M_p, an integer's _M_i)."""
+    for path in (("_M_b", "_M_p"), ("_M_i",)):
+        try:
+            v = val
+            for field in path:
+                v = v[field]
+            return v
+        except gdb.error:
+            pass
+    raise gdb.GdbError("gradscope: cannot read a std::atomic of type %s" % val.type)
+
+
+def var_tape(var):
+    """The gs::Tape a gs::Var names, through its TapeSlot; None if the Var is empty or its tape is gone
+    (the slot is free, or now holds a tape made after the Var: engine/tape.hpp, TapeSlot)."""
+    slot = var["slot_"]
+    if not int(slot):
+        return None
+    slot = slot.dereference()
+    tape_ptr = _atomic(slot["tape"])
+    if not int(tape_ptr) or int(var["generation_"]) < int(_atomic(slot["first_generation"])):
+        return None
+    return tape_ptr.dereference()
+
+
 def _type_name(val):
     return str(_strip(val).type)
 
@@ -213,7 +239,10 @@ def find_tape(expr=None):
             val = val.dereference()
         name = _type_name(val)
         if name == "gs::Var":
-            return _strip(val)["tape_"].dereference()
+            tape = var_tape(_strip(val))
+            if tape is None:
+                raise gdb.GdbError("gs-tape: %s is empty, or its tape has been destroyed" % expr)
+            return tape
         if name != "gs::Tape":
             raise gdb.GdbError("gs-tape: %s is a %s, not a gs::Tape or gs::Var" % (expr, name))
         return _strip(val)
@@ -303,7 +332,10 @@ class EntryFunction(gdb.Function):
     def invoke(self, arg):
         if _type_name(arg) == "gs::Var":
             var = _strip(arg)
-            return deque_at(var["tape_"].dereference()["entries_"], int(var["index_"]))
+            tape = var_tape(var)
+            if tape is None:
+                raise gdb.GdbError("$gs_entry: the Var is empty, or its tape has been destroyed")
+            return deque_at(tape["entries_"], int(var["index_"]))
         tape = find_tape()
         index = int(arg)
         if not 0 <= index < tape_size(tape):
@@ -375,12 +407,14 @@ class VarPrinter:
         self.val = val
 
     def to_string(self):
-        tape_ptr, index, generation = self.val["tape_"], int(self.val["index_"]), int(self.val["generation_"])
+        index, generation = int(self.val["index_"]), int(self.val["generation_"])
         head = "Var #%d (generation %d)" % (index, generation)
-        if not int(tape_ptr):
+        if not int(self.val["slot_"]):
             return "Var (empty)"
         try:
-            tape = tape_ptr.dereference()
+            tape = var_tape(self.val)
+            if tape is None:
+                return head + " -> its tape has been destroyed"
             if int(tape["generation_"]) != generation:
                 return head + " -> stale: its tape has been reset (now generation %d)" % int(tape["generation_"])
             size = tape_size(tape)
