@@ -32,6 +32,10 @@ void Optimizer::zero_grad() {
 Sgd::Sgd(std::vector<NamedParameter> parameters, SgdOptions options)
     : Optimizer(std::move(parameters), {"momentum"}), options_(options) {}
 
+std::vector<std::pair<std::string, double>> Sgd::hyperparameters() const {
+  return {{"momentum", options_.momentum}, {"weight_decay", options_.weight_decay}};
+}
+
 void Sgd::update(std::size_t p, Array& value, const Array& grad, double lr) {
   Array& v = slot(0, p);
   // In place (xt::noalias): each element reads only its own position, so no temporary is needed.
@@ -44,6 +48,11 @@ void Sgd::update(std::size_t p, Array& value, const Array& grad, double lr) {
 
 Adam::Adam(std::vector<NamedParameter> parameters, AdamOptions options)
     : Optimizer(std::move(parameters), {"m", "v"}), options_(options) {}
+
+std::vector<std::pair<std::string, double>> Adam::hyperparameters() const {
+  return {{"beta1", options_.beta1}, {"beta2", options_.beta2}, {"eps", options_.eps},
+          {"weight_decay", options_.weight_decay}};
+}
 
 void Adam::update(std::size_t p, Array& value, const Array& grad, double lr) {
   const AdamOptions o = options_;  // a local copy: the loop's stores cannot change it
@@ -67,6 +76,18 @@ void Adam::update(std::size_t p, Array& value, const Array& grad, double lr) {
   }
 }
 
+std::vector<Array> Adam::preconditioner() const {
+  if (steps() == 0) throw Error("Adam::preconditioner: no step taken yet, so there is no second moment (v_hat = 0 / 0)");
+  const double c2 = 1.0 - std::pow(options_.beta2, static_cast<double>(steps()));
+  std::vector<Array> P;
+  for (std::size_t p = 0; p < parameters().size(); ++p) {
+    Array s = slot(1, p);
+    for (double& x : s) x = std::sqrt(x / c2) + options_.eps;  // as update() computes it
+    P.push_back(std::move(s));
+  }
+  return P;
+}
+
 AdamOptions adamw_options(double weight_decay) {
   AdamOptions o;
   o.weight_decay = weight_decay;
@@ -74,16 +95,96 @@ AdamOptions adamw_options(double weight_decay) {
   return o;
 }
 
+RAdam::RAdam(std::vector<NamedParameter> parameters, RAdamOptions options)
+    : Optimizer(std::move(parameters), {"m", "v"}), options_(options) {}
+
+std::vector<std::pair<std::string, double>> RAdam::hyperparameters() const {
+  return {{"beta1", options_.beta1}, {"beta2", options_.beta2}, {"eps", options_.eps},
+          {"weight_decay", options_.weight_decay}};
+}
+
+double RAdam::rho(double beta2, std::size_t t) {
+  const double rho_inf = 2.0 / (1.0 - beta2) - 1.0;
+  const double b2t = std::pow(beta2, static_cast<double>(t));
+  return rho_inf - 2.0 * static_cast<double>(t) * b2t / (1.0 - b2t);
+}
+
+double RAdam::rectification(double beta2, std::size_t t) {
+  const double rho_inf = 2.0 / (1.0 - beta2) - 1.0;
+  const double rho_t = rho(beta2, t);
+  if (rho_t <= 5.0) return 0.0;
+  return std::sqrt((rho_t - 4.0) * (rho_t - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t));
+}
+
+void RAdam::update(std::size_t p, Array& value, const Array& grad, double lr) {
+  const RAdamOptions o = options_;  // a local copy: the loop's stores cannot change it
+  const std::size_t step = steps();
+  const double t = static_cast<double>(step);
+  const double c1 = 1.0 - std::pow(o.beta1, t);  // bias corrections
+  const double c2 = 1.0 - std::pow(o.beta2, t);
+  const bool adaptive = rho(o.beta2, step) > 5.0;
+  const double r = adaptive ? rectification(o.beta2, step) : 0.0;
+  const double adaptive_scale = std::sqrt(c2);  // sqrt(1 - beta2^t) / (sqrt(v) + eps) below
+  const double shrink = o.decoupled ? 1.0 - lr * o.weight_decay : 1.0;
+  const double l2 = o.decoupled ? 0.0 : o.weight_decay;
+  double* theta = value.data();
+  double* m = slot(0, p).data();
+  double* v = slot(1, p).data();
+  const double* gr = grad.data();
+  const std::size_t n = value.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    theta[i] *= shrink;                                 // decoupled: theta <- theta - lr wd theta
+    const double g = gr[i] + l2 * theta[i];             // L2:        g <- g + wd theta
+    m[i] = o.beta1 * m[i] + (1.0 - o.beta1) * g;        // m <- b1 m + (1 - b1) g
+    v[i] = o.beta2 * v[i] + (1.0 - o.beta2) * g * g;    // v <- b2 v + (1 - b2) g^2
+    const double m_hat = m[i] / c1;
+    if (adaptive)
+      theta[i] -= m_hat * lr * (adaptive_scale / (std::sqrt(v[i]) + o.eps)) * r;  // PyTorch's order
+    else
+      theta[i] -= m_hat * lr;                           // rho_t <= 5: no adaptive rate yet
+  }
+}
+
+namespace {
+
+void check_adam_hyperparameters(double beta1, double beta2, double eps) {
+  auto in_unit = [](double b) { return std::isfinite(b) && b >= 0.0 && b < 1.0; };
+  if (!in_unit(beta1))
+    throw Error("optimizer: beta1 = " + std::to_string(beta1) + " is outside [0, 1)");
+  if (!in_unit(beta2))
+    throw Error("optimizer: beta2 = " + std::to_string(beta2) + " is outside [0, 1)");
+  if (!std::isfinite(eps) || !(eps > 0.0))
+    throw Error("optimizer: eps = " + std::to_string(eps) + " must be finite and > 0");
+}
+
+}  // namespace
+
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<NamedParameter> parameters,
                                           double weight_decay) {
+  const AdamOptions defaults;
+  return make_optimizer(name, std::move(parameters), weight_decay, defaults.beta1, defaults.beta2, defaults.eps);
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<NamedParameter> parameters,
+                                          double weight_decay, double beta1, double beta2, double eps) {
   if (name == "sgd") return std::make_unique<Sgd>(std::move(parameters), SgdOptions{0.9, weight_decay});
-  if (name == "adam") {
-    AdamOptions o;
+  if (name != "adam" && name != "adamw" && name != "radam")
+    throw Error("optimizer: unknown optimizer '" + name + "' (valid: sgd, adam, adamw, radam)");
+  check_adam_hyperparameters(beta1, beta2, eps);
+  if (name == "radam") {
+    RAdamOptions o;
+    o.beta1 = beta1;
+    o.beta2 = beta2;
+    o.eps = eps;
     o.weight_decay = weight_decay;
-    return std::make_unique<Adam>(std::move(parameters), o);
+    return std::make_unique<RAdam>(std::move(parameters), o);
   }
-  if (name == "adamw") return std::make_unique<Adam>(std::move(parameters), adamw_options(weight_decay));
-  throw Error("optimizer: unknown optimizer '" + name + "' (valid: sgd, adam, adamw)");
+  AdamOptions o = name == "adamw" ? adamw_options(weight_decay) : AdamOptions{};
+  o.beta1 = beta1;
+  o.beta2 = beta2;
+  o.eps = eps;
+  o.weight_decay = weight_decay;
+  return std::make_unique<Adam>(std::move(parameters), o);
 }
 
 double clip_grad_norm(const std::vector<NamedParameter>& parameters, double max_norm) {

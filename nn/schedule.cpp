@@ -27,6 +27,8 @@ ScheduleKind parse_schedule(const std::string& name) {
 }
 
 double Schedule::lr(std::size_t step) const {
+  if (step < hold) return 0.0;  // the hold: gradients and optimizer state only
+  step -= hold;                 // the schedule starts after it, as if at step 0
   const double t = static_cast<double>(step) + 1.0;
   const double w = static_cast<double>(warmup);
   if (kind == ScheduleKind::constant) return base_lr;

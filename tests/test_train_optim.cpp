@@ -1,6 +1,9 @@
 // Optimizers against single steps worked out by hand in plain doubles, gradient clipping, and the
 // learning-rate schedules at their key steps.
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <xtensor/xbuilder.hpp>
 
@@ -238,4 +241,154 @@ TEST_CASE("schedules parse from their names", "[train][schedule]") {
   REQUIRE(parse_schedule("cosine") == ScheduleKind::cosine);
   REQUIRE(to_string(ScheduleKind::inverse_sqrt) == "inverse_sqrt");
   REQUIRE_THROWS_WITH(parse_schedule("linear"), Catch::Contains("unknown schedule 'linear'"));
+}
+
+// ---- RAdam ----
+
+namespace {
+
+// RAdam in plain doubles for one scalar: PyTorch's torch.optim.RAdam step, line for line
+// (optim.hpp has the formulas), the reference the tests compare against.
+struct ScalarRAdam {
+  double b1, b2, eps, wd;
+  bool decoupled;
+  double m = 0, v = 0;
+  int t = 0;
+  double step(double theta, double g, double lr) {
+    ++t;
+    const double c1 = 1 - std::pow(b1, t), c2 = 1 - std::pow(b2, t);
+    if (decoupled) theta *= 1 - lr * wd;
+    else g += wd * theta;
+    m = b1 * m + (1 - b1) * g;
+    v = b2 * v + (1 - b2) * g * g;
+    const double m_hat = m / c1;
+    const double rho_inf = 2 / (1 - b2) - 1;
+    const double rho_t = rho_inf - 2 * t * std::pow(b2, t) / c2;
+    if (rho_t <= 5) return theta - m_hat * lr;
+    const double r = std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
+    return theta - m_hat * lr * (std::sqrt(c2) / (std::sqrt(v) + eps)) * r;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("RAdam: rho_t and the rectification r_t at beta2 = 0.999, by hand", "[train][optim][radam]") {
+  // rho_inf = 2 / 0.001 - 1 = 1999;  rho_t = 1999 - 2 t 0.999^t / (1 - 0.999^t):
+  //   t = 1: 1999 - 2 * 0.999 / 0.001 = 1;  t = 5: 4.99600;  t = 6: 5.99416 (the first above 5)
+  //   r_6 = sqrt((5.99416 - 4)(5.99416 - 2) 1999 / (1995 * 1997 * 5.99416)) = 0.0258211
+  REQUIRE(RAdam::rho(0.999, 1) == Approx(1.0).epsilon(1e-9));
+  REQUIRE(RAdam::rho(0.999, 5) == Approx(4.995998000).epsilon(1e-9));
+  REQUIRE(RAdam::rho(0.999, 6) == Approx(5.994163752).epsilon(1e-9));
+  REQUIRE(RAdam::rectification(0.999, 5) == 0.0);
+  REQUIRE(RAdam::rectification(0.999, 6) == Approx(0.02582111280).epsilon(1e-9));
+  REQUIRE(RAdam::rectification(0.999, 100000) == Approx(1.0).epsilon(1e-6));  // r_t -> 1 as t grows
+}
+
+TEST_CASE("RAdam: six steps by hand, five of momentum on m_hat, then the first rectified one", "[train][optim][radam]") {
+  // theta = 1, a constant gradient g = 2, lr 0.1, PyTorch's defaults (0.9, 0.999, 1e-8, no decay).
+  // With a constant g, m_hat = g and v = (1 - 0.999^t) g^2.
+  //   t = 1..5 (rho_t <= 5): theta <- theta - 0.1 * 2, so 0.8, 0.6, 0.4, 0.2, 0
+  //   t = 6: theta <- 0 - 0.1 * 2 * r_6 * sqrt(1 - 0.999^6) / (sqrt(1 - 0.999^6) * 2 + 1e-8)
+  //              = -0.1 * r_6 * 2 / (2 + 1e-8 / 0.0773629) = -0.00258211111
+  struct One : Module {
+    Parameter w;
+    One() { w = add_parameter("w", Array{1.0}); }
+  } model;
+  RAdam radam(model.named_parameters());
+  const double after[5] = {0.8, 0.6, 0.4, 0.2, 0.0};
+  for (int t = 0; t < 5; ++t) {
+    model.w.grad() = Array{2.0};
+    radam.step(0.1);
+    REQUIRE(model.w.value()(0) == Approx(after[t]).margin(1e-15));
+  }
+  model.w.grad() = Array{2.0};
+  radam.step(0.1);
+  REQUIRE(model.w.value()(0) == Approx(-0.00258211111).margin(1e-12));
+  REQUIRE(radam.name() == "radam");
+}
+
+TEST_CASE("RAdam agrees bit for bit with a scalar reference over ten steps, with and without weight decay",
+          "[train][optim][radam]") {
+  // Ten steps cross rho_t = 5 at step 6 (beta2 0.999). Vectorised (1001 elements, an odd count) and
+  // scalar evaluation of the same +, -, *, /, sqrt round the same way: every bit agrees.
+  for (int kind = 0; kind < 3; ++kind) {
+    RAdamOptions o;
+    o.weight_decay = kind == 0 ? 0.0 : 0.1;
+    o.decoupled = kind == 2;
+    struct One : Module {
+      Parameter w;
+      One() { w = add_parameter("w", test::randn({7, 143}, 4)); }
+    } model;
+    RAdam radam(model.named_parameters(), o);
+    std::vector<ScalarRAdam> reference(model.w.size(), ScalarRAdam{o.beta1, o.beta2, o.eps, o.weight_decay, o.decoupled});
+    Array theta = model.w.value();
+    for (int t = 1; t <= 10; ++t) {
+      const Array g = test::randn({7, 143}, 20 + static_cast<unsigned>(t));
+      const double lr = 0.01 * t;
+      model.w.grad() = g;
+      radam.step(lr);
+      for (std::size_t i = 0; i < theta.size(); ++i) theta.data()[i] = reference[i].step(theta.data()[i], g.data()[i], lr);
+      INFO("kind " << kind << ", step " << t);
+      REQUIRE(bool(model.w.value() == theta));
+    }
+  }
+}
+
+TEST_CASE("make_optimizer makes radam, takes Adam's hyperparameters and checks them", "[train][optim][radam]") {
+  Two m;
+  auto radam = make_optimizer("radam", m.named_parameters(), 0.0);
+  REQUIRE(radam->name() == "radam");
+  auto adam = make_optimizer("adam", m.named_parameters(), 0.01, 0.8, 0.98, 1e-6);
+  const std::vector<std::pair<std::string, double>> expected{
+      {"beta1", 0.8}, {"beta2", 0.98}, {"eps", 1e-6}, {"weight_decay", 0.01}};
+  REQUIRE(adam->hyperparameters() == expected);
+  REQUIRE(make_optimizer("adamw", m.named_parameters(), 0.01, 0.8, 0.98, 1e-6)->hyperparameters() == expected);
+  REQUIRE(make_optimizer("radam", m.named_parameters(), 0.01, 0.8, 0.98, 1e-6)->hyperparameters() == expected);
+  REQUIRE(make_optimizer("radam", m.named_parameters(), 0.0)->hyperparameters()[1].second == 0.999);  // PyTorch's
+  const std::vector<std::pair<std::string, double>> sgd{{"momentum", 0.9}, {"weight_decay", 0.5}};
+  REQUIRE(make_optimizer("sgd", m.named_parameters(), 0.5)->hyperparameters() == sgd);
+  REQUIRE_THROWS_WITH(make_optimizer("adam", m.named_parameters(), 0.0, 1.0, 0.98, 1e-8), Catch::Contains("beta1 = 1"));
+  REQUIRE_THROWS_WITH(make_optimizer("radam", m.named_parameters(), 0.0, 0.9, -0.1, 1e-8), Catch::Contains("beta2"));
+  REQUIRE_THROWS_WITH(make_optimizer("adamw", m.named_parameters(), 0.0, 0.9, 0.98, 0.0), Catch::Contains("eps"));
+  REQUIRE_THROWS_WITH(make_optimizer("lion", m.named_parameters(), 0.0), Catch::Contains("radam"));
+}
+
+// ---- the hold ----
+
+TEST_CASE("a hold: lr is 0 for the first H steps, then the plain schedule shifted by H", "[train][schedule][hold]") {
+  for (const ScheduleKind kind :
+       {ScheduleKind::constant, ScheduleKind::warmup, ScheduleKind::inverse_sqrt, ScheduleKind::cosine}) {
+    const Schedule plain{kind, 2.0, 10, 110, 0.1};
+    Schedule held = plain;
+    held.hold = 7;
+    INFO(to_string(kind));
+    for (std::size_t step = 0; step < 7; ++step) REQUIRE(held.lr(step) == 0.0);
+    for (std::size_t step = 7; step < 300; ++step) REQUIRE(held.lr(step) == plain.lr(step - 7));
+    REQUIRE(held.lr(7) == plain.lr(0));  // the warmup starts after the hold: base / W, not 0
+  }
+}
+
+TEST_CASE("during a hold Adam's moments move and the weights do not, with or without decoupled decay",
+          "[train][optim][hold]") {
+  Schedule s{ScheduleKind::warmup, 0.1, 3, 0, 0.1};
+  s.hold = 4;
+  for (const char* name : {"adam", "adamw", "radam", "sgd"}) {
+    INFO(name);
+    Two m;
+    auto opt = make_optimizer(name, m.named_parameters(), 0.1);
+    const Array a0 = m.a.value(), b0 = m.b.value();
+    for (std::size_t step = 0; step < 4; ++step) {
+      m.set_grads(Array{0.5 + step, -1.0}, mat(2.0));
+      opt->step(s.lr(step));
+      REQUIRE(bool(m.a.value() == a0));  // lr 0: no update, and AdamW's lr * wd * theta is 0 too
+      REQUIRE(bool(m.b.value() == b0));
+    }
+    REQUIRE(opt->steps() == 4);             // the optimizer counted the held steps (bias correction)
+    REQUIRE(opt->slot(0, 0)(0) != 0.0);     // its state (Adam's m, SGD's momentum) moved
+    if (std::string(name) != "sgd") REQUIRE(opt->slot(1, 0)(0) > 0.0);  // and Adam's v
+    m.set_grads(Array{0.5, -1.0}, mat(2.0));
+    opt->step(s.lr(4));                     // the first step after the hold: lr = 0.1 / 3
+    REQUIRE(s.lr(4) == Approx(0.1 / 3));
+    REQUIRE(m.a.value()(0) != a0(0));
+  }
 }
