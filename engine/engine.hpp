@@ -5,6 +5,8 @@
 #include "engine/error.hpp"
 #include "engine/tools/gradcheck.hpp"
 #include "engine/tools/inspect.hpp"
+#include "engine/tools/hvp.hpp"
+#include "engine/tools/eigen.hpp"
 #include "engine/ops/elementwise.hpp"
 #include "engine/ops/linalg.hpp"
 #include "engine/ops/reduce.hpp"
