@@ -7,7 +7,7 @@
 
 #include "check.hpp"
 #include "experiments/common/probe.hpp"
-#include "experiments/common/run.hpp"
+#include "experiments/common/graph.hpp"
 #include "nn/io/npy.hpp"
 #include "nn/transformer_lm.hpp"
 
@@ -111,11 +111,11 @@ TEST_CASE("a group's gradient norm is the norm of its parameters' gradients take
   }
 }
 
-TEST_CASE("batch 0 of MarkovBatches is the batch that dump_model writes", "[experiments]") {
+TEST_CASE("batch 0 of MarkovBatches is the batch that --dump writes", "[experiments]") {
   nn::TransformerLM model(tiny(nn::Placement::pre));
   const auto dir = std::filesystem::temp_directory_path() / "gradscope_test_gradflow_dump";
   std::filesystem::remove_all(dir);
-  dump_model(dir.string(), model, 2, 4, 5);
+  dump_model(dir.string(), model, dump_batch(dump_corpus(8, 2, 4, 5), 2, 4, 5));
   const MarkovBatches batches(8, 2, 4, 5);
   const nn::Batch b = batches.batch(0);
   const bool same_inputs = nn::read_npy_i8(dir / "batch" / "inputs.npy") == b.inputs;

@@ -98,11 +98,11 @@ TEST_CASE("the identity and branch parts at every stream position sum to its gra
       for (std::size_t k = 0; k + 1 < p.size(); ++k) {
         INFO("position " << p[k].name);
         const PathSplit s = split_gradient(p[k].value);
-        REQUIRE(s.identity_parts == 1);  // one skip op sent one gradient
+        REQUIRE(s.skip_parts == 1);  // one skip op sent one gradient
         REQUIRE(s.branch_parts >= 1);    // and the sublayer (or its LN) read it too
-        REQUIRE(s.identity_parts + s.branch_parts == p[k].value.entry().contributions.size());
+        REQUIRE(s.skip_parts + s.branch_parts == p[k].value.entry().contributions.size());
         REQUIRE(xt::all(xt::equal(s.total, p[k].value.grad())));
-        REQUIRE(max_abs_diff(s.identity + s.branch, s.total) <= 1e-12);
+        REQUIRE(max_abs_diff(s.skip + s.branch, s.total) <= 1e-12);
       }
     }
   }
@@ -123,7 +123,7 @@ TEST_CASE("at init ReZero is the identity on the stream and every branch part of
     // d/dx [a F(x)] = a F'(x) = 0 at a = 0: the branch sends exact zeros, the skip the whole gradient.
     const PathSplit s = split_gradient(p[k].value);
     REQUIRE(xt::all(xt::equal(s.branch, 0.0)));
-    REQUIRE(xt::all(xt::equal(s.identity, s.total)));
+    REQUIRE(xt::all(xt::equal(s.skip, s.total)));
   }
   // So the gradient at the top reaches emb unchanged, bit for bit.
   REQUIRE(xt::all(xt::equal(p.front().value.grad(), p.back().value.grad())));
@@ -178,7 +178,7 @@ TEST_CASE("where the stream is the plain sum, the identity part at a sublayer's 
     for (std::size_t k = 0; k + 1 < p.size(); ++k) {
       INFO("position " << p[k].name);
       const PathSplit s = split_gradient(p[k].value);
-      REQUIRE(xt::all(xt::equal(s.identity, p[k + 1].value.grad())));
+      REQUIRE(xt::all(xt::equal(s.skip, p[k + 1].value.grad())));
       telescoped += s.branch;
     }
     REQUIRE(max_abs_diff(telescoped, p.front().value.grad()) <= 1e-12);
@@ -196,8 +196,8 @@ TEST_CASE("where the stream is the plain sum, the identity part at a sublayer's 
       const Block& block = *model.blocks[l];
       const PathSplit attn = split_gradient(p[2 * l].value);
       const PathSplit mlp = split_gradient(p[2 * l + 1].value);
-      REQUIRE(xt::all(xt::equal(attn.identity, Array(t.attn_sum.grad() * block.alpha))));
-      REQUIRE(xt::all(xt::equal(mlp.identity, Array(t.mlp_sum.grad() * block.alpha))));
+      REQUIRE(xt::all(xt::equal(attn.skip, Array(t.attn_sum.grad() * block.alpha))));
+      REQUIRE(xt::all(xt::equal(mlp.skip, Array(t.mlp_sum.grad() * block.alpha))));
     }
   }
 }

@@ -6,6 +6,7 @@
 
 #include "check.hpp"
 #include "engine/engine.hpp"
+#include "experiments/common/grid.hpp"
 #include "experiments/common/training.hpp"
 #include "nn/io/checkpoint.hpp"
 

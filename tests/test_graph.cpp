@@ -221,12 +221,12 @@ TEST_CASE("to_dot: one cluster per block with nested sublayers, edges labelled w
       INFO(positions[k].name);
       const Var& s = positions[k].value;
       const experiments::PathSplit split = experiments::split_gradient(s);
-      REQUIRE(dot.find("|g| " + num(norm(s.grad())) + "\\nskip " + num(norm(split.identity)) + " | branch " +
+      REQUIRE(dot.find("|g| " + num(norm(s.grad())) + "\\nskip " + num(norm(split.skip)) + " | branch " +
                        num(norm(split.branch)) + "\"") != std::string::npos);
       // The one op that reads s along the skip path: the add, or deepnorm's alpha * s.
       const Var& sum = k % 2 == 0 ? model.blocks[k / 2]->last.attn_sum : model.blocks[k / 2]->last.mlp_sum;
       const int skip_op = tape.entry(sum.index()).inputs[0] == s.index() ? sum.index() : tape.entry(sum.index()).inputs[0];
-      REQUIRE(label_of(dot, s.index(), skip_op) == "skip " + num(norm(split.identity)));
+      REQUIRE(label_of(dot, s.index(), skip_op) == "skip " + num(norm(split.skip)));
       for (const ContributionInfo& c : contributions(s))
         if (c.from != skip_op && is_under(c.scope, "blocks"))
           REQUIRE(label_of(dot, s.index(), c.from) == "branch " + num(c.norm));
