@@ -298,11 +298,11 @@ int main(int argc, char** argv) {
   ex.model.layers = 8;  // the depth of the per-layer profile (a)
   std::vector<std::size_t> depths = {2, 4, 8, 16, 32};
   add_flag(ex.app, "--depths", depths, "depths L of the last-block scan (b) (comma-separated)");
-  ex.app.get_option("--layers")->description("depth of the per-layer profile (a)");
-  ex.app.get_option("--seed")->description("the first seed: every measurement is repeated for seeds --seed .. --seed + "
+  describe(ex.app, "--layers", "depth of the per-layer profile (a)");
+  describe(ex.app, "--seed", "the first seed: every measurement is repeated for seeds --seed .. --seed + "
                                            "--seeds - 1 (model init and data)");
-  ex.app.get_option("--placement")->description("the placement of the --dump model (the measurements use --placements)");
-  ex.app.get_option("--dump")->description("write the model of --placement, --layers and --seed at init, with its "
+  describe(ex.app, "--placement", "the placement of the --dump model (the measurements use --placements)");
+  describe(ex.app, "--dump", "write the model of --placement, --layers and --seed at init, with its "
                                            "gradients on the batch that seed's measurement used, to this directory");
   return ex.main(argc, argv, [&] {
     const ModelOptions& mo = ex.model;

@@ -292,7 +292,7 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--steps", steps, "Adam(0.9, 0.98) steps to train before measuring");
   add_flag(ex.app, "--lr", lr, "learning rate of those steps");
   add_flag(ex.app, "--warmup", warmup, "linear warmup steps of those steps");
-  ex.app.get_option("--placements")->description("placements to compare, e.g. post,pre (instead of --placement)");
+  describe(ex.app, "--placements", "placements to compare, e.g. post,pre (instead of --placement)");
   ex.dump_at_init = false;  // --dump DIR: DIR/<placement>-L<depth>/ of each first seed's model, below
   return ex.main(argc, argv, [&] {
     const ModelOptions& mo = ex.model;

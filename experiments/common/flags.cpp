@@ -173,7 +173,7 @@ std::string problem(const Range& r, double type_max, std::string& text) {
       }
     case Range::Kind::file: {
       struct stat s {};
-      if (::stat(text.c_str(), &s) != 0 || !S_ISREG(s.st_mode)) return bad + " (no such regular file)";
+      if (::stat(text.c_str(), &s) != 0 || !S_ISREG(s.st_mode)) return bad;
       if (static_cast<std::uintmax_t>(s.st_size) > max_text_bytes)
         return "'" + text + "' has " + std::to_string(s.st_size) + " bytes, more than the " +
                std::to_string(max_text_bytes >> 20) + " MiB a text corpus may have";
@@ -213,6 +213,11 @@ CLI::Option* add(CLI::App& app, const std::string& name, T& value, const std::st
 }  // namespace
 
 unsigned max_jobs() { return 4 * std::max(1u, std::thread::hardware_concurrency()); }
+
+void describe(CLI::App& app, const std::string& name, const std::string& help) {
+  const std::string text = text_of(range_of(app.get_name(), name), no_limit);
+  app.get_option(name)->description(text.empty() ? help : help + " [" + text + "]");
+}
 
 std::string range_text(const std::string& program, const std::string& name) {
   return text_of(range_of(program, name), no_limit);

@@ -28,6 +28,9 @@ CLI::Option* add_flag(CLI::App& app, const std::string& name, std::vector<std::s
 CLI::Option* add_flag(CLI::App& app, const std::string& name, std::vector<double>& value, const std::string& help);
 CLI::Option* add_flag(CLI::App& app, const std::string& name, std::vector<std::string>& value, const std::string& help);
 
+// Gives an added flag another description (a binary's own meaning of a shared flag); its range stays.
+void describe(CLI::App& app, const std::string& name, const std::string& help);
+
 // What a flag's range is, in words ("a whole number >= 1"), as --help and the errors state it.
 std::string range_text(const std::string& program, const std::string& name);
 // The most --jobs may be: 4 x the hardware threads (a thread per job; more only wait for a core).

@@ -93,7 +93,9 @@ double available_memory() {
 
 std::string bytes_text(double bytes) {
   char buf[32];
-  if (bytes >= 1e9)
+  if (bytes >= 1e12)
+    std::snprintf(buf, sizeof buf, "%.3g TB", bytes / 1e12);
+  else if (bytes >= 1e9)
     std::snprintf(buf, sizeof buf, "%.3g GB", bytes / 1e9);
   else
     std::snprintf(buf, sizeof buf, "%.3g MB", bytes / 1e6);
