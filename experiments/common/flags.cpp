@@ -1,5 +1,7 @@
 #include "experiments/common/flags.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <sys/stat.h>
 
 #include <algorithm>

@@ -3,16 +3,19 @@
 // command line is parsed, and --help states it. A bad flag or value is one line on stderr naming it:
 //   warmup: error: --lrs: 'nan' is not a finite number > 0 (warmup --help lists the flags)
 // Whole numbers are digits only: "-5" is refused, not wrapped around to 2^64 - 5 as CLI11 would.
-// This header includes CLI11; nn/ and engine/ headers never do.
+// CLI11 is only declared here (it costs seconds per file that includes it): harness.hpp includes it.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "nn/config.hpp"
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
 
 namespace gs::experiments {
 

@@ -120,7 +120,10 @@ std::vector<double> depth_slopes(const std::vector<std::size_t>& depths, std::si
 
 std::string depths_text(const std::vector<std::size_t>& depths, std::size_t from) {
   std::string text;
-  for (std::size_t i = from; i < depths.size(); ++i) text += (i > from ? " " : "") + std::to_string(depths[i]);
+  for (std::size_t i = from; i < depths.size(); ++i) {
+    if (i > from) text += ' ';
+    text += std::to_string(depths[i]);
+  }
   return text;
 }
 
