@@ -166,7 +166,7 @@ TEST_CASE("every numeric flag of every binary refuses what is outside its range,
   }
 }
 
-TEST_CASE("--jobs is capped, and flags that do not go together are refused before any work", "[binaries][ranges]") {
+TEST_CASE("the number of jobs is capped, and flags that do not go together are refused before any work", "[binaries][ranges]") {
   require_refused(run(path_of("warmup"), "--jobs 100000"), 2, "warmup", {"--jobs", "whole number in [1, "});
   require_refused(run(path_of("gradflow"), "--heads 3"), 2, "gradflow", {"--heads 3 does not divide --d-model 64"});
   require_refused(run(path_of("stream"), "--layers 3 --layers-list 2"), 2, "stream", {"--layers-list"});
