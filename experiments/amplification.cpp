@@ -330,8 +330,7 @@ int main(int argc, char** argv) {
                                            "perturbation), to this directory");
   return ex.main(argc, argv, [&] {
     const ModelOptions& mo = ex.model;
-    std::sort(depths.begin(), depths.end());
-    depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
+    sort_unique(depths);
     if (depths.size() < 2) throw FlagError("--depths needs at least two different depths to fit a slope");
     nn::ModelConfig largest = mo.config();
     largest.layers = depths.back();

@@ -306,8 +306,7 @@ int main(int argc, char** argv) {
                                            "gradients on the batch that seed's measurement used, to this directory");
   return ex.main(argc, argv, [&] {
     const ModelOptions& mo = ex.model;
-    std::sort(depths.begin(), depths.end());
-    depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
+    sort_unique(depths);
     std::set<std::size_t> measured(depths.begin(), depths.end());
     measured.insert(mo.layers);
     const std::vector<std::size_t> all(measured.begin(), measured.end());

@@ -304,8 +304,7 @@ int main(int argc, char** argv) {
       if (ex.app.get_option("--placements")->count()) throw FlagError("give --placement or --placements, not both");
       ex.placements = {mo.placement};
     }
-    std::sort(depths.begin(), depths.end());
-    depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
+    sort_unique(depths);
     const std::size_t B = mo.batch, T = mo.seq;
     nn::ModelConfig largest = mo.config();
     largest.layers = depths.back();

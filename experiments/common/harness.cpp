@@ -39,6 +39,11 @@ void keep_first_of_each(std::vector<std::string>& v) { first_of_each(v); }
 void keep_first_of_each(std::vector<std::size_t>& v) { first_of_each(v); }
 void keep_first_of_each(std::vector<double>& v) { first_of_each(v); }
 
+void sort_unique(std::vector<std::size_t>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
 void Tick::operator()(std::size_t units, const std::string& what) {
   done += units;
   progress_.advance(units, cell_ + ": " + what);

@@ -48,6 +48,8 @@ double seconds_since(std::chrono::steady_clock::time_point start);
 void keep_first_of_each(std::vector<std::string>& v);
 void keep_first_of_each(std::vector<std::size_t>& v);
 void keep_first_of_each(std::vector<double>& v);
+// Sorts a list of depths and removes repeats (the depth scans print depths in increasing order).
+void sort_unique(std::vector<std::size_t>& v);
 
 // What a cell's function may report while it runs: `units` more of its cost done, and what it is at.
 // Whatever of the cell's cost it did not report is counted when the cell returns.
