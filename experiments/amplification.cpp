@@ -322,9 +322,6 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--eps", eps, "perturbation size: eps * rms(W) * N(0,1), and -eps * sign(dL/dW)");
   add_flag(ex.app, "--batches", batches, "batches per seed the amplification is averaged over");
   describe(ex.app, "--layers", "depth of the --dump model (the measurements use --depths)");
-  describe(ex.app, "--seed", "the first seed: every measurement is repeated for seeds --seed .. --seed + "
-                                           "--seeds - 1 (model init and data)");
-  describe(ex.app, "--placement", "placement of the --dump model (the measurements use --placements)");
   describe(ex.app, "--dump", "write the unperturbed model of --placement, --layers and --seed at init, "
                                            "with its gradients on that seed's first batch (whose signs give the adam "
                                            "perturbation), to this directory");

@@ -377,10 +377,6 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--margin", o.margin, "verdict margin in nats (as in warmup)");
   add_flag(ex.app, "--text", o.text, "train on this text file's characters instead of the Markov corpus");
   describe(ex.app, "--placements", "placements to train (comma-separated)");
-  describe(ex.app, "--jobs", "runs trained in parallel threads (results do not depend on it)");
-  describe(ex.app, "--placement", "the placement of the --dump model (the runs use --placements)");
-  describe(ex.app, "--dump", "write the model of --placement at init (Markov vocab) with its gradients "
-                                           "on one fresh batch to this directory");
   return ex.main(argc, argv, [&] {
     const auto start = std::chrono::steady_clock::now();
     const ModelOptions& mo = ex.model;

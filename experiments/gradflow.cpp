@@ -299,11 +299,6 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> depths = {2, 4, 8, 16, 32};
   add_flag(ex.app, "--depths", depths, "depths L of the last-block scan (b) (comma-separated)");
   describe(ex.app, "--layers", "depth of the per-layer profile (a)");
-  describe(ex.app, "--seed", "the first seed: every measurement is repeated for seeds --seed .. --seed + "
-                                           "--seeds - 1 (model init and data)");
-  describe(ex.app, "--placement", "the placement of the --dump model (the measurements use --placements)");
-  describe(ex.app, "--dump", "write the model of --placement, --layers and --seed at init, with its "
-                                           "gradients on the batch that seed's measurement used, to this directory");
   return ex.main(argc, argv, [&] {
     const ModelOptions& mo = ex.model;
     sort_unique(depths);

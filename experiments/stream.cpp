@@ -293,7 +293,9 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--lr", lr, "learning rate of those steps");
   add_flag(ex.app, "--warmup", warmup, "linear warmup steps of those steps");
   describe(ex.app, "--placements", "placements to compare, e.g. post,pre (instead of --placement)");
-  ex.dump_at_init = false;  // --dump DIR: DIR/<placement>-L<depth>/ of each first seed's model, below
+  describe(ex.app, "--dump", "write the first seed's model of each placement and depth (after --steps) with its "
+                             "gradients on one fresh batch to DIR/<placement>-L<depth>/");
+  ex.dump_at_init = false;  // stream dumps its own models, below
   return ex.main(argc, argv, [&] {
     const ModelOptions& mo = ex.model;
     if (ex.app.get_option("--layers")->count()) {  // --layers / --placement pick a single depth / placement

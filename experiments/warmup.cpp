@@ -296,13 +296,9 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--markov-order", go.markov_order, "Markov corpus: tokens of context");
   add_flag(ex.app, "--markov-concentration", go.markov_concentration, "Markov corpus: Dirichlet concentration");
   add_flag(ex.app, "--window", go.window, "steps averaged per point of the loss curves");
-  describe(ex.app, "--jobs", "runs trained in parallel threads (results do not depend on it)");
   describe(ex.app, "--seeds", "seeds per grid cell (default 1 to keep the grid fast; the cell then "
                                             "shows mean ± std and how many seeds gave each verdict)");
   describe(ex.app, "--vocab", "vocabulary of the Markov corpus (the text file sets its own)");
-  describe(ex.app, "--placement", "the placement of the --dump model (the grid uses --placements)");
-  describe(ex.app, "--dump", "write the model of --placement at init (Markov vocab) with its gradients "
-                                           "on one fresh batch to this directory");
   return ex.main(argc, argv, [&] {
     const auto start = std::chrono::steady_clock::now();
     const ModelOptions& mo = ex.model;

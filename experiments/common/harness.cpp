@@ -58,11 +58,16 @@ Experiment::Experiment(std::string name, std::string description, std::string de
   add_model_flags();
   add_flag(app, "--placements", placements, "placements to measure (comma-separated)");
   add_flag(app, "--seeds", seeds, "seeds per measurement (mean and standard deviation over them)");
-  add_flag(app, "--jobs", jobs, "cells measured in parallel threads (results do not depend on it)");
+  add_flag(app, "--jobs", jobs, "cells (runs) measured in parallel threads (results do not depend on it)");
   add_flag(app, "--out", out, "directory for the CSV files and the plots (PNG and SVG)");
   add_flag(app, "--dump", dump, "write weights, gradients, batch and loss of one fresh batch to this directory");
   add_flag(app, "--shard", shard, "measure only shard K of N of the grid's cells and write them to --out/cells.csv");
   add_flag(app, "--merge", merge, "print the tables of the shards' cells in these directories (comma-separated)");
+  describe(app, "--seed", "the first seed: every measurement is repeated for seeds --seed .. --seed + --seeds - 1 "
+                          "(model init and data)");
+  describe(app, "--placement", "the placement of the --dump model (the grid uses --placements)");
+  describe(app, "--dump", "write the model of the model flags at init, with its gradients on the batch of --seed "
+                          "that the measurements at init use, to this directory");
 }
 
 void Experiment::add_model_flags() {
