@@ -20,12 +20,14 @@
 #include "experiments/common/options.hpp"
 #include "experiments/common/run.hpp"
 #include "experiments/common/training.hpp"
-#include "nn/io/atomic_file.hpp"
+#include <nlohmann/json.hpp>
+
 #include "nn/io/checkpoint.hpp"
+#include "nn/io/checksum.hpp"
 #include "nn/io/config_json.hpp"
 #include "nn/data/dataset.hpp"
 #include "nn/io/dump.hpp"
-#include "nn/io/json.hpp"
+#include "nn/io/ownership.hpp"
 #include "nn/optim.hpp"
 #include "nn/schedule.hpp"
 #include "nn/transformer_lm.hpp"
@@ -81,13 +83,6 @@ std::string sample(nn::TransformerLM& model, const nn::Dataset& data, std::size_
   }
   tape.reset();
   return data.decode(nn::Tokens(tokens.begin() + 1, tokens.end()));
-}
-
-// A number as printf's %g writes it: "0.05", "2".
-std::string compact(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
 }
 
 }  // namespace
@@ -149,6 +144,10 @@ int main(int argc, char** argv) {
       experiments::write_model_graph(graph, model_options);
       return 0;
     }
+    // Every output is checked before any work: nothing the program did not write is replaced.
+    if (!o.out.empty()) nn::claim_output_dir(o.out, "--out", {"train", "out"});
+    if (!o.save.empty()) nn::check_output_dir(o.save, "--save", {"train", "checkpoint"});
+    if (!o.dump.empty()) nn::check_output_dir(o.dump, "--dump", {"train", "dump"});
     // The model's shape: from the flags, or from the checkpoint being resumed.
     nn::ModelConfig config = model_options.config();
     std::optional<nn::CheckpointInfo> resumed;
@@ -172,20 +171,10 @@ int main(int argc, char** argv) {
     const unsigned seed = config.seed;
 
     // What the data is, recorded in checkpoints; a resumed run must train on the same.
-    nn::JsonMembers record = {{"data", nn::json_quote(o.data.empty() ? "markov" : o.data)}};
+    nlohmann::json record = {{"data", o.data.empty() ? "markov" : o.data}};
     if (o.data.empty()) {
-      record.push_back({"markov_order", std::to_string(o.markov_order)});
-      record.push_back({"markov_concentration", compact(o.markov_concentration)});
-    }
-    if (resumed) {
-      for (const auto& [key, text] : record) {
-        const nn::Json now = nn::parse_json(text, key);
-        const nn::Json& then = resumed->train.has(key) ? resumed->train.object.at(key) : now;
-        if (then.type != now.type || then.string != now.string || std::abs(then.number - now.number) > 1e-6)
-          throw Error("--resume " + o.resume + ": the checkpoint was trained with " + key + " " +
-                      (then.type == nn::Json::Type::string ? then.string : compact(then.number)) +
-                      ", this run asks for " + text);
-      }
+      record["markov_order"] = o.markov_order;
+      record["markov_concentration"] = o.markov_concentration;
     }
 
     // The data.
@@ -205,6 +194,7 @@ int main(int argc, char** argv) {
         throw Error("--data " + o.data + " has vocab " + std::to_string(data->vocab()) + ", the checkpoint " +
                     std::to_string(resumed->config.vocab));
       config.vocab = data->vocab();
+      record["data_sha256"] = nn::sha256_of_file(o.data);  // the same name must also be the same bytes
     } else {
       std::printf("data: Markov chain, vocab %zu, order %zu, concentration %g, seed %u\n", mo.vocab, mo.order,
                   mo.concentration, seed);
@@ -213,16 +203,25 @@ int main(int argc, char** argv) {
                   floor, corpus.uniform, T, corpus.window_floor);
     }
 
+    if (resumed) {
+      const nn::JsonField saved = resumed->train();
+      for (const auto& [key, now] : record.items())
+        if (saved.has(key) && saved.at(key).json() != now)
+          throw Error("--resume " + o.resume + ": the checkpoint was trained with " + key + " " +
+                      saved.at(key).json().dump() + ", this run asks for " + now.dump());
+    }
+
     // The model, optimizer and schedule.
     nn::TransformerLM model(config);
-    std::printf("model: %s\n       %zu parameters\n", nn::json_object(nn::model_config_members(config)).c_str(),
+    std::printf("model: %s\n       %zu parameters\n", nn::model_config_json(config).dump(2).c_str(),
                 model.parameter_count());
     const std::vector<nn::NamedParameter> params = model.named_parameters();
     std::unique_ptr<nn::Optimizer> optimizer = nn::make_optimizer(o.optimizer, params, o.weight_decay);
     const nn::Schedule schedule{nn::parse_schedule(o.schedule), o.lr, o.warmup, o.steps, 0.1};
     std::size_t start = 0;
     if (resumed) {
-      start = nn::load_checkpoint(o.resume, model, config, optimizer.get()).step;
+      nn::load_checkpoint(*resumed, model, config, optimizer.get());  // config.json as read above
+      start = resumed->step;
       std::printf("resumed: %s at step %zu\n", o.resume.c_str(), start);
     }
     std::printf("train: %zu steps of B=%zu T=%zu, %s lr %g, %s schedule, warmup %zu, clip %g, weight decay %g\n",
@@ -280,18 +279,14 @@ int main(int argc, char** argv) {
     std::printf("\n       training %.1f s, total %.1f s\n", train_seconds, experiments::seconds_since(program_start));
 
     if (!o.save.empty()) {
-      nn::save_checkpoint(o.save, model, config, std::max(start, o.steps), optimizer.get(), record);
+      nn::save_checkpoint(o.save, "train", model, config, std::max(start, o.steps), optimizer.get(), &record);
       std::printf("saved: %s\n", o.save.c_str());
     }
     if (!o.dump.empty()) {
       std::mt19937_64 rng = stream(seed, o.steps, experiments::dump_stream);
       const nn::Batch batch = data->batch(nn::Split::train, B, T, rng);
-      double dumped = 0.0;
-      nn::write_directory_atomically(o.dump, [&](const std::filesystem::path& tmp) {  // never half a dump
-        dumped = nn::write_dump(tmp, config, model, batch, [&](const IndexArray& x, const IndexArray& y) {
-          return model.loss(x, y);
-        });
-      });
+      const double dumped = nn::write_dump(o.dump, "train", config, model, batch,  // never half a dump
+                                           [&](const IndexArray& x, const IndexArray& y) { return model.loss(x, y); });
       std::printf("dumped: %s (loss %.6f on one fresh batch)\n", o.dump.c_str(), dumped);
     }
     if (o.sample > 0) std::printf("sample:\n%s\n", sample(model, *data, o.sample, o.temperature, seed).c_str());

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <random>
 
-#include "nn/io/atomic_file.hpp"
+#include "nn/io/ownership.hpp"
 #include "nn/data/markov.hpp"
 #include "nn/io/dump.hpp"
 
@@ -45,12 +45,8 @@ void dump_model(const std::string& dir, nn::TransformerLM& model, std::size_t ba
   const nn::Dataset data = dump_corpus(model.config.vocab, batch, seq, seed);
   std::mt19937_64 rng(seed);
   const nn::Batch b = data.batch(nn::Split::train, batch, seq, rng);
-  double loss = 0.0;
-  nn::write_directory_atomically(dir, [&](const std::filesystem::path& tmp) {  // never half a dump
-    loss = nn::write_dump(tmp, model.config, model, b, [&](const IndexArray& x, const IndexArray& y) {
-      return model.loss(x, y);
-    });
-  });
+  const double loss = nn::write_dump(dir, nn::this_program(), model.config, model, b,  // never half a dump
+                                     [&](const IndexArray& x, const IndexArray& y) { return model.loss(x, y); });
   std::printf("dumped: %s (loss %.6f on one fresh batch)\n", dir.c_str(), loss);
 }
 

@@ -37,7 +37,7 @@ nn::Dataset dump_corpus(std::size_t vocab, std::size_t batch, std::size_t seq, u
 
 // For --dump: writes DIR/config.json, params/, grads/, batch/ and loss.npy (nn/io/dump.hpp) for `model`
 // as it is now, on one fresh (batch, seq) batch of a Markov corpus over the model's vocabulary, drawn
-// with `seed`, as a whole (nn::write_directory_atomically). Prints where it wrote.
+// with `seed`, as a whole (nn::write_dump; its manifest names the running binary). Prints where it wrote.
 void dump_model(const std::string& dir, nn::TransformerLM& model, std::size_t batch, std::size_t seq, unsigned seed);
 
 }  // namespace gs::experiments
