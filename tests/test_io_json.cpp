@@ -34,7 +34,7 @@ TEST_CASE("json: a duplicate key is refused, naming the key and its object", "[i
   REQUIRE_NOTHROW(parse_json("[{\"a\": 1}, {\"a\": 2}]", "f.json"));  // the same key in two objects is fine
 }
 
-TEST_CASE("json: nesting is bounded, so 2,000,000 '[' are an error, not a stack overflow", "[io][json]") {
+TEST_CASE("json: nesting is bounded, so 2,000,000 opening brackets are an error, not a stack overflow", "[io][json]") {
   const std::string deep(2'000'000, '[');
   REQUIRE_THROWS_WITH(parse_json(deep, "config.json"),
                       Catch::Contains("config.json: invalid JSON: nesting deeper than 64 levels"));
