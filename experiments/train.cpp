@@ -14,14 +14,17 @@
 #include <optional>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/engine.hpp"
 #include "experiments/common/graph.hpp"
 #include "experiments/common/harness.hpp"
 #include "experiments/common/report.hpp"
 #include "experiments/common/training.hpp"
 #include "nn/io/checkpoint.hpp"
+#include "nn/io/checksum.hpp"
 #include "nn/io/config_json.hpp"
-#include "nn/io/json.hpp"
+#include "nn/io/ownership.hpp"
 #include "nn/optim.hpp"
 #include "nn/schedule.hpp"
 #include "nn/transformer_lm.hpp"
@@ -85,13 +88,6 @@ std::string sample(nn::TransformerLM& model, const nn::Dataset& data, std::size_
   return data.decode(nn::Tokens(tokens.begin() + 1, tokens.end()));
 }
 
-// A number as printf's %g writes it: "0.05", "2".
-std::string compact(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
-}
-
 // The model's shape: from the flags, or from the checkpoint being resumed, whose model flags must agree.
 nn::ModelConfig model_config(const Experiment& ex, const TrainOptions& o, std::optional<nn::CheckpointInfo>& resumed) {
   nn::ModelConfig config = ex.model.config();
@@ -110,18 +106,20 @@ nn::ModelConfig model_config(const Experiment& ex, const TrainOptions& o, std::o
 }
 
 // What the data is, recorded in checkpoints; a resumed run must train on the same.
-nn::JsonMembers data_record(const TrainOptions& o, const std::optional<nn::CheckpointInfo>& resumed) {
-  nn::JsonMembers record = {{"data", nn::json_quote(o.text.empty() ? "markov" : o.text)}};
+nlohmann::json data_record(const TrainOptions& o, const std::optional<nn::CheckpointInfo>& resumed) {
+  nlohmann::json record = {{"data", o.text.empty() ? "markov" : o.text}};
   if (o.text.empty()) {
-    record.push_back({"markov_order", std::to_string(o.markov_order)});
-    record.push_back({"markov_concentration", compact(o.markov_concentration)});
+    record["markov_order"] = o.markov_order;
+    record["markov_concentration"] = o.markov_concentration;
+  } else {
+    record["data_sha256"] = nn::sha256_of_file(o.text);  // the same name must also be the same bytes
   }
-  for (const auto& [key, text] : resumed ? record : nn::JsonMembers{}) {
-    const nn::Json now = nn::parse_json(text, key);
-    const nn::Json& then = resumed->train.has(key) ? resumed->train.object.at(key) : now;
-    if (then.type != now.type || then.string != now.string || std::abs(then.number - now.number) > 1e-6)
-      throw Error("--resume " + o.resume + ": the checkpoint was trained with " + key + " " +
-                  (then.type == nn::Json::Type::string ? then.string : compact(then.number)) + ", this run asks for " + text);
+  if (resumed) {
+    const nn::JsonField saved = resumed->train();
+    for (const auto& [key, now] : record.items())
+      if (saved.has(key) && saved.at(key).json() != now)
+        throw Error("--resume " + o.resume + ": the checkpoint was trained with " + key + " " +
+                    saved.at(key).json().dump() + ", this run asks for " + now.dump());
   }
   return record;
 }
@@ -234,9 +232,13 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--temperature", o.temperature, "sampling temperature");
   ex.dump_at_init = false;
   return ex.main(argc, argv, [&] {
+    // Every output is checked before any work: nothing the program did not write is replaced.
+    if (!o.out.empty()) nn::claim_output_dir(o.out, "--out", {"train", "out"});
+    if (!o.save.empty()) nn::check_output_dir(o.save, "--save", {"train", "checkpoint"});
+    if (!o.dump.empty()) nn::check_output_dir(o.dump, "--dump", {"train", "dump"});
     std::optional<nn::CheckpointInfo> resumed;
     nn::ModelConfig config = model_config(ex, o, resumed);
-    const nn::JsonMembers record = data_record(o, resumed);
+    const nlohmann::json record = data_record(o, resumed);
     nn::ModelConfig largest = config;
     if (!o.text.empty()) largest.vocab = 256;  // a text file has at most 256 distinct bytes
     ex.check_memory(largest, o.optimizer == "sgd" ? 1 : 2, false, 1, corpus_bytes(config.vocab, o.markov_order, o.text));
@@ -244,13 +246,14 @@ int main(int argc, char** argv) {
     const std::size_t B = ex.model.batch, T = config.context;
 
     nn::TransformerLM model(config);
-    std::printf("model: %s\n       %zu parameters\n", nn::json_object(nn::model_config_members(config)).c_str(),
+    std::printf("model: %s\n       %zu parameters\n", nn::model_config_json(config).dump(2).c_str(),
                 model.parameter_count());
     std::unique_ptr<nn::Optimizer> optimizer = nn::make_optimizer(o.optimizer, model.named_parameters(), o.weight_decay);
     const nn::Schedule schedule{nn::parse_schedule(o.schedule), o.lr, o.warmup, o.steps, 0.1};
     std::size_t start = 0;
     if (resumed) {
-      start = nn::load_checkpoint(o.resume, model, config, optimizer.get()).step;
+      nn::load_checkpoint(*resumed, model, config, optimizer.get());  // config.json as read above
+      start = resumed->step;
       std::printf("resumed: %s at step %zu\n", o.resume.c_str(), start);
     }
     std::printf("train: %zu steps of B=%zu T=%zu, %s lr %g, %s schedule, warmup %zu, clip %g, weight decay %g\n",
@@ -261,7 +264,7 @@ int main(int argc, char** argv) {
     std::printf("\n       training %.1f s, total %.1f s\n", t.seconds, seconds_since(program_start));
 
     if (!o.save.empty()) {
-      nn::save_checkpoint(o.save, model, config, std::max(start, o.steps), optimizer.get(), record);
+      nn::save_checkpoint(o.save, "train", model, config, std::max(start, o.steps), optimizer.get(), &record);
       std::printf("saved: %s\n", o.save.c_str());
     }
     if (!o.dump.empty()) {

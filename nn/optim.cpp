@@ -32,6 +32,10 @@ void Optimizer::zero_grad() {
 Sgd::Sgd(std::vector<NamedParameter> parameters, SgdOptions options)
     : Optimizer(std::move(parameters), {"momentum"}), options_(options) {}
 
+std::vector<std::pair<std::string, double>> Sgd::hyperparameters() const {
+  return {{"momentum", options_.momentum}, {"weight_decay", options_.weight_decay}};
+}
+
 void Sgd::update(std::size_t p, Array& value, const Array& grad, double lr) {
   Array& v = slot(0, p);
   // In place (xt::noalias): each element reads only its own position, so no temporary is needed.
@@ -44,6 +48,11 @@ void Sgd::update(std::size_t p, Array& value, const Array& grad, double lr) {
 
 Adam::Adam(std::vector<NamedParameter> parameters, AdamOptions options)
     : Optimizer(std::move(parameters), {"m", "v"}), options_(options) {}
+
+std::vector<std::pair<std::string, double>> Adam::hyperparameters() const {
+  return {{"beta1", options_.beta1}, {"beta2", options_.beta2}, {"eps", options_.eps},
+          {"weight_decay", options_.weight_decay}};
+}
 
 void Adam::update(std::size_t p, Array& value, const Array& grad, double lr) {
   const AdamOptions o = options_;  // a local copy: the loop's stores cannot change it

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/array.hpp"
@@ -26,6 +27,8 @@ class Optimizer {
   void zero_grad();  // sets every parameter's gradient to 0
 
   virtual std::string name() const = 0;  // "sgd", "adam", "adamw": what checkpoints record
+  // Every hyperparameter besides the learning rate, by name, as checkpoints record and compare them.
+  virtual std::vector<std::pair<std::string, double>> hyperparameters() const = 0;
 
   const std::vector<NamedParameter>& parameters() const { return parameters_; }
   std::size_t steps() const { return steps_; }       // updates taken so far (t in the formulas)
@@ -60,6 +63,7 @@ class Sgd : public Optimizer {
  public:
   explicit Sgd(std::vector<NamedParameter> parameters, SgdOptions options = {});
   std::string name() const override { return "sgd"; }
+  std::vector<std::pair<std::string, double>> hyperparameters() const override;  // momentum, weight_decay
 
  private:
   void update(std::size_t p, Array& value, const Array& grad, double lr) override;
@@ -85,6 +89,8 @@ class Adam : public Optimizer {
  public:
   explicit Adam(std::vector<NamedParameter> parameters, AdamOptions options = {});
   std::string name() const override { return options_.decoupled ? "adamw" : "adam"; }
+  // beta1, beta2, eps, weight_decay
+  std::vector<std::pair<std::string, double>> hyperparameters() const override;
   const AdamOptions& options() const { return options_; }
 
  private:

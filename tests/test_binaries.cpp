@@ -175,7 +175,7 @@ TEST_CASE("the number of jobs is capped, and flags that do not go together are r
   require_refused(run(path_of("train"), "--text /dev/zero"), 2, "train", {"--text", "regular file"});
   const fs::path empty = fs::temp_directory_path() / ("gradscope_test_not_a_checkpoint_" + std::to_string(::getpid()));
   fs::create_directories(empty);
-  require_refused(run(path_of("train"), "--resume '" + empty.string() + "'"), 1, "train", {"config.json"});  // a bad run
+  require_refused(run(path_of("train"), "--resume '" + empty.string() + "'"), 1, "train", {"is not a gradscope checkpoint"});  // a bad run
   fs::remove_all(empty);
 }
 

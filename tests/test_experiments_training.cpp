@@ -106,7 +106,7 @@ TEST_CASE("a run resumed from a checkpoint continues exactly as the uninterrupte
     nn::TransformerLM model(config);
     nn::Adam adam(model.named_parameters(), adam_options());
     resumed = losses(model, adam, setup, 0, 3);
-    nn::save_checkpoint(dir, model, config, 3, &adam);
+    nn::save_checkpoint(dir, "test", model, config, 3, &adam);
   }
   nn::ModelConfig other = config;
   other.seed = 99;  // a different init, overwritten by the checkpoint

@@ -11,6 +11,7 @@
 #include "experiments/common/report.hpp"
 #include "nn/data/markov.hpp"
 #include "nn/io/atomic_file.hpp"
+#include "nn/io/ownership.hpp"
 #include "nn/io/dump.hpp"
 
 namespace gs::experiments {
@@ -77,12 +78,8 @@ nn::Batch dump_batch(const nn::Dataset& corpus, std::size_t batch, std::size_t s
 void dump_model(const std::string& dir, nn::TransformerLM& model, const nn::Batch& batch) {
   Tape tape;  // its own tape: the caller's stays as it is
   TapeScope scope(tape);
-  double loss = 0.0;
-  nn::write_directory_atomically(dir, [&](const std::filesystem::path& tmp) {  // never half a dump
-    loss = nn::write_dump(tmp, model.config, model, batch, [&](const IndexArray& x, const IndexArray& y) {
-      return model.loss(x, y);
-    });
-  });
+  const double loss = nn::write_dump(dir, nn::this_program(), model.config, model, batch,  // never half a dump
+                                     [&](const IndexArray& x, const IndexArray& y) { return model.loss(x, y); });
   std::printf("dumped: %s (loss %.6f on one fresh batch)\n", dir.c_str(), loss);
 }
 

@@ -1,40 +1,48 @@
 #include "nn/io/config_json.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "engine/error.hpp"
+#include "nn/io/json.hpp"
 
 namespace gs::nn {
 
-JsonMembers model_config_members(const ModelConfig& c) {
-  return {{"vocab", std::to_string(c.vocab)},
-          {"context", std::to_string(c.context)},
-          {"d_model", std::to_string(c.d_model)},
-          {"heads", std::to_string(c.heads)},
-          {"layers", std::to_string(c.layers)},
-          {"d_ff", std::to_string(c.ff())},
-          {"placement", json_quote(to_string(c.placement))},
-          {"init", json_quote(c.init == Init::gpt2 ? "gpt2" : "xavier")},
-          {"seed", std::to_string(c.seed)}};
+nlohmann::ordered_json model_config_json(const ModelConfig& c) {
+  return {{"vocab", c.vocab},         {"context", c.context},
+          {"d_model", c.d_model},     {"heads", c.heads},
+          {"layers", c.layers},       {"d_ff", c.ff()},
+          {"placement", to_string(c.placement)}, {"init", c.init == Init::gpt2 ? "gpt2" : "xavier"},
+          {"seed", c.seed}};
 }
 
-ModelConfig model_config_from_json(const Json& json, const std::string& file) {
+namespace {
+
+std::size_t count(const JsonField& json, const std::string& key) {
+  return json.at(key).as_size_in(1, std::size_t{1} << 31);
+}
+
+}  // namespace
+
+ModelConfig model_config_from_json(const JsonField& json) {
   ModelConfig c;
-  c.vocab = json.at("vocab", file).as_size("vocab", file);
-  c.context = json.at("context", file).as_size("context", file);
-  c.d_model = json.at("d_model", file).as_size("d_model", file);
-  c.heads = json.at("heads", file).as_size("heads", file);
-  c.layers = json.at("layers", file).as_size("layers", file);
-  c.d_ff = json.at("d_ff", file).as_size("d_ff", file);
+  c.vocab = count(json, "vocab");
+  c.context = count(json, "context");
+  c.d_model = count(json, "d_model");
+  c.heads = count(json, "heads");
+  c.layers = count(json, "layers");
+  c.d_ff = count(json, "d_ff");
+  const JsonField placement = json.at("placement");
   try {
-    c.placement = parse_placement(json.at("placement", file).as_string("placement", file));
+    c.placement = parse_placement(placement.as_string());
   } catch (const Error& e) {
-    throw Error(file + ": " + e.what());
+    placement.fail(std::string("is not a placement: ") + e.what());
   }
   if (json.has("init")) {
-    const std::string& init = json.at("init", file).as_string("init", file);
-    if (init != "xavier" && init != "gpt2") throw Error(file + ": unknown init '" + init + "'");
-    c.init = init == "gpt2" ? Init::gpt2 : Init::xavier;
+    const JsonField init = json.at("init");
+    if (init.as_string() != "xavier" && init.as_string() != "gpt2") init.fail("is neither \"xavier\" nor \"gpt2\"");
+    c.init = init.as_string() == "gpt2" ? Init::gpt2 : Init::xavier;
   }
-  if (json.has("seed")) c.seed = static_cast<unsigned>(json.at("seed", file).as_size("seed", file));
+  if (json.has("seed")) c.seed = json.at("seed").as_unsigned();
   return c;
 }
 

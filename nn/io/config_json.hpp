@@ -6,15 +6,21 @@
 
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "nn/config.hpp"
-#include "nn/io/json.hpp"
 
 namespace gs::nn {
 
-JsonMembers model_config_members(const ModelConfig& config);
+class JsonField;
 
-// Reads those members back from a parsed config.json; throws gs::Error naming `file` and the member.
-ModelConfig model_config_from_json(const Json& json, const std::string& file);
+// Those members, in that order (include <nlohmann/json.hpp> to use the value).
+nlohmann::ordered_json model_config_json(const ModelConfig& config);
+
+// Reads them back from a parsed config.json: each count an integer from 1 to 2^31, the seed one from 0
+// to 2^32 - 1, placement and init known names ("init" and "seed" may be absent: xavier, 0). Throws
+// gs::Error naming the file and the member.
+ModelConfig model_config_from_json(const JsonField& json);
 
 // "" if a and b build the same architecture (vocab, context, d_model, heads, layers, d_ff, placement);
 // otherwise the first difference, e.g. "heads is 4 in one and 8 in the other".
