@@ -109,7 +109,7 @@ void train(nn::TransformerLM& model, const nn::Dataset& data, const StreamOption
     const nn::Batch b = data.batch(nn::Split::train, B, T, rng);
     const Var loss = model.loss(b.inputs, b.targets);
     if (!std::isfinite(loss.value()()))
-      throw Error(to_string(model.config.placement) + " L=" + std::to_string(model.config.layers) + " seed " +
+      throw Error(nn::placement_name(model.config) + " L=" + std::to_string(model.config.layers) + " seed " +
                   std::to_string(seed) + ": the loss is " + std::to_string(loss.value()()) + " at step " +
                   std::to_string(step));
     loss.backward();
@@ -243,7 +243,11 @@ int main(int argc, char** argv) {
       if (app.get_option("--placements")->count()) throw Error("give --placement or --placements, not both");
       o.placements = {model_options.placement};
     }
-    for (std::string& p : o.placements) p = nn::to_string(nn::parse_placement(p));  // "sandwich" -> "peri"
+    for (std::string& p : o.placements) {  // "sandwich" -> "peri"
+      nn::ModelConfig c;
+      nn::apply_placement(c, p);
+      p = nn::placement_name(c);
+    }
     auto dedupe = [](auto& v) {  // keeps the first of each, in order
       for (std::size_t i = 0; i < v.size(); ++i)
         for (std::size_t j = v.size(); j-- > i + 1;)

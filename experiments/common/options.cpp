@@ -20,8 +20,8 @@ nn::ModelConfig ModelOptions::config() const {
   c.heads = heads;
   c.layers = layers;
   c.d_ff = d_ff;
-  c.placement = nn::parse_placement(placement);
-  c.init = init == "gpt2" ? nn::Init::gpt2 : nn::Init::xavier;
+  nn::apply_placement(c, placement);
+  c.init = nn::parse_init(init);
   c.seed = seed;
   return c;
 }

@@ -14,19 +14,13 @@ std::vector<LnSite> ln_sites(const nn::TransformerLM& model) {
     const nn::BlockTrace& t = block->last;
     std::string b = "b";  // (s += ..., not "b" + ...: GCC 12 warns falsely, -Wrestrict)
     b += std::to_string(block->index);
-    switch (block->placement) {
-      case nn::Placement::post:
-      case nn::Placement::deepnorm:
-        sites.push_back({b + ".ln1", t.attn_sum, t.mid});
-        sites.push_back({b + ".ln2", t.mlp_sum, t.out});
-        break;
-      case nn::Placement::pre:
-      case nn::Placement::peri:
-        sites.push_back({b + ".ln1", t.input, t.attn_in});
-        sites.push_back({b + ".ln2", t.mid, t.mlp_in});
-        break;
-      case nn::Placement::rezero:
-        break;
+    if (!block->ln1) continue;  // norm none: no norm reads the stream
+    if (block->placement == nn::Placement::post || block->placement == nn::Placement::b2t) {
+      sites.push_back({b + ".ln1", t.attn_sum, t.mid});
+      sites.push_back({b + ".ln2", t.mlp_sum, t.out});
+    } else {  // pre and peri (mixln's blocks are post or pre)
+      sites.push_back({b + ".ln1", t.input, t.attn_in});
+      sites.push_back({b + ".ln2", t.mid, t.mlp_in});
     }
   }
   if (model.has_final_norm()) sites.push_back({"ln_f", model.blocks.back()->last.out, model.last.final_norm});
