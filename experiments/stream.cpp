@@ -89,7 +89,7 @@ void train(nn::TransformerLM& model, const nn::Dataset& data, const StepSetup& s
   for (std::size_t step = 0; step < steps; ++step) {
     const StepResult r = train_step(model, adam, setup, step, data.batch(nn::Split::train, setup.batch, setup.seq, rng));
     if (!r.finite())
-      throw Error(nn::to_string(model.config.placement) + " L=" + std::to_string(model.config.layers) + " seed " +
+      throw Error(nn::placement_name(model.config) + " L=" + std::to_string(model.config.layers) + " seed " +
                   std::to_string(setup.seed) + ": the loss is " + std::to_string(r.loss) + " at step " +
                   std::to_string(step));
   }

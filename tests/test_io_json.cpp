@@ -111,7 +111,7 @@ TEST_CASE("json: the model config reads back, and bad values name the member", "
   refused("vocab", 0, "vocab is 0, expected an integer from 1 to 2147483648");
   refused("seed", 4294967296u, "seed is 4294967296, expected an integer from 0 to 4294967295");
   refused("placement", "sideways", "placement is not a placement");
-  refused("init", "zeros", "init is neither");
+  refused("init", "zeros", "init is not an initialisation");
   json missing = doc;
   missing.erase("d_model");
   REQUIRE_THROWS_WITH(model_config_from_json(JsonField(missing, "c.json")), Catch::Contains("no member d_model"));

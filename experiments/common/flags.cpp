@@ -131,7 +131,7 @@ std::string text_of(const Range& r, double type_max) {
     case Range::Kind::choice:
       return "one of " + joined(r.choices);
     case Range::Kind::placement:
-      return "a placement: " + joined(default_placements());
+      return "a placement: a preset (" + joined(default_placements()) + ", sandwich) or P/N/R (docs/placements.md)";
     case Range::Kind::file:
       return "a regular file of at most " + std::to_string(max_text_bytes >> 20) + " MiB";
     case Range::Kind::directory:
@@ -167,8 +167,8 @@ std::string problem(const Range& r, double type_max, std::string& text) {
     case Range::Kind::placement:
       try {
         nn::ModelConfig c;
-        apply_placement(c, text);
-        text = nn::to_string(c.placement);  // "sandwich" -> "peri"
+        nn::apply_placement(c, text);
+        text = nn::placement_name(c);  // canonical: "sandwich" -> "peri", "pre/layer/none" -> "pre"
         return "";
       } catch (const std::exception& e) {
         return e.what();
@@ -267,13 +267,7 @@ void finish_cli(CLI::App& app) {
 
 // ---- placements ----
 
-std::vector<std::string> default_placements() {
-  std::vector<std::string> names;
-  for (nn::Placement p : nn::all_placements) names.push_back(nn::to_string(p));
-  return names;
-}
-
-void apply_placement(nn::ModelConfig& config, const std::string& name) { config.placement = nn::parse_placement(name); }
+std::vector<std::string> default_placements() { return nn::placement_presets(); }
 
 // ---- the model flags ----
 
@@ -285,8 +279,8 @@ nn::ModelConfig ModelOptions::config() const {
   c.heads = heads;
   c.layers = layers;
   c.d_ff = d_ff;
-  apply_placement(c, placement);
-  c.init = init == "gpt2" ? nn::Init::gpt2 : nn::Init::xavier;
+  nn::apply_placement(c, placement);
+  c.init = nn::parse_init(init);
   c.seed = seed;
   return c;
 }

@@ -43,12 +43,12 @@ unsigned max_jobs();
 // adding the flags), "(none)" where there is none, and the one-line error format above.
 void finish_cli(CLI::App& app);
 
-// ---- placements: the one place where a placement's name becomes a model ----
+// ---- placements ----
+// A placement's name becomes a model in one place, nn::apply_placement (nn/config.hpp): a preset
+// (post, pre, peri or sandwich, deepnorm, rezero) or a triple P/N/R.
 
-// The placements the grids measure by default, in print order.
+// The placements the grids measure by default, in print order: nn's presets.
 std::vector<std::string> default_placements();
-// Sets the placement of `config` from its name; throws gs::Error listing the valid names.
-void apply_placement(nn::ModelConfig& config, const std::string& name);
 
 // ---- the model flags: --placement --layers --d-model --heads --d-ff --seq --batch --vocab --seed --init ----
 

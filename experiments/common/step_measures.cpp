@@ -11,16 +11,16 @@ namespace gs::experiments {
 std::vector<LnSite> ln_sites(const nn::TransformerLM& model) {
   std::vector<LnSite> sites;
   for (const auto& block : model.blocks) {
-    if (!block->ln1) continue;  // no LN in this block (rezero)
+    if (!block->ln1) continue;  // norm none: no norm reads the stream (rezero)
     const nn::BlockTrace& t = block->last;
     std::string b = "b";  // (s += ..., not "b" + ...: GCC 12 warns falsely, -Wrestrict)
     b += std::to_string(block->index);
-    if (t.attn_in.index() != t.input.index()) {  // LN in front of the sublayer: it reads the stream
-      sites.push_back({b + ".ln1", t.input, t.attn_in});
-      sites.push_back({b + ".ln2", t.mid, t.mlp_in});
-    } else {  // LN after the add: it reads the sum
+    if (block->placement == nn::Placement::post || block->placement == nn::Placement::b2t) {  // LN after the add
       sites.push_back({b + ".ln1", t.attn_sum, t.mid});
       sites.push_back({b + ".ln2", t.mlp_sum, t.out});
+    } else {  // pre and peri (a mixln block is post or pre): the LN in front of the sublayer reads the stream
+      sites.push_back({b + ".ln1", t.input, t.attn_in});
+      sites.push_back({b + ".ln2", t.mid, t.mlp_in});
     }
   }
   if (model.has_final_norm()) sites.push_back({"ln_f", model.blocks.back()->last.out, model.last.final_norm});

@@ -1,5 +1,7 @@
 #include "nn/io/config_json.hpp"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "engine/error.hpp"
@@ -8,11 +10,15 @@
 namespace gs::nn {
 
 nlohmann::ordered_json model_config_json(const ModelConfig& c) {
-  return {{"vocab", c.vocab},         {"context", c.context},
-          {"d_model", c.d_model},     {"heads", c.heads},
-          {"layers", c.layers},       {"d_ff", c.ff()},
-          {"placement", to_string(c.placement)}, {"init", c.init == Init::gpt2 ? "gpt2" : "xavier"},
-          {"seed", c.seed}};
+  nlohmann::ordered_json j = {{"vocab", c.vocab},     {"context", c.context}, {"d_model", c.d_model},
+                              {"heads", c.heads},     {"layers", c.layers},   {"d_ff", c.ff()},
+                              {"placement", to_string(c.placement)},          {"norm", to_string(c.norm)},
+                              {"residual", to_string(c.residual)}};
+  if (c.placement == Placement::mixln) j["mixln_post"] = c.mixln_post_blocks();
+  if (c.norm == Norm::dyt) j["dyt_alpha"] = c.dyt_alpha;  // nlohmann writes a double so that it reads back exactly
+  j["init"] = to_string(c.init);
+  j["seed"] = c.seed;
+  return j;
 }
 
 namespace {
@@ -31,16 +37,33 @@ ModelConfig model_config_from_json(const JsonField& json) {
   c.heads = count(json, "heads");
   c.layers = count(json, "layers");
   c.d_ff = count(json, "d_ff");
+  if (json.has("mixln_post")) c.mixln_post = json.at("mixln_post").as_size_in(0, std::size_t{1} << 31);
+  if (json.has("dyt_alpha")) {
+    const JsonField alpha = json.at("dyt_alpha");
+    c.dyt_alpha = alpha.as_double();
+    if (!std::isfinite(c.dyt_alpha)) alpha.fail("must be a finite number");
+  }
   const JsonField placement = json.at("placement");
   try {
-    c.placement = parse_placement(placement.as_string());
+    if (json.has("norm") || json.has("residual")) {  // the three axes
+      c.placement = parse_placement(placement.as_string());
+      c.norm = json.has("norm") ? parse_norm(json.at("norm").as_string()) : Norm::layer;
+      c.residual = json.has("residual") ? parse_residual(json.at("residual").as_string()) : Residual::none;
+      const std::string why = refusal(c);
+      if (!why.empty()) throw Error("'" + placement_name(c) + "' is refused: " + why);
+    } else {  // a file from before the axes: "placement" is a preset ("deepnorm", "rezero", ...)
+      apply_placement(c, placement.as_string());
+    }
   } catch (const Error& e) {
     placement.fail(std::string("is not a placement: ") + e.what());
   }
   if (json.has("init")) {
     const JsonField init = json.at("init");
-    if (init.as_string() != "xavier" && init.as_string() != "gpt2") init.fail("is neither \"xavier\" nor \"gpt2\"");
-    c.init = init.as_string() == "gpt2" ? Init::gpt2 : Init::xavier;
+    try {
+      c.init = parse_init(init.as_string());
+    } catch (const Error&) {
+      init.fail("is not an initialisation (valid: xavier, gpt2)");
+    }
   }
   if (json.has("seed")) c.seed = json.at("seed").as_unsigned();
   return c;
@@ -57,7 +80,9 @@ std::string architecture_difference(const ModelConfig& a, const ModelConfig& b) 
         differ("heads", std::to_string(a.heads), std::to_string(b.heads)),
         differ("layers", std::to_string(a.layers), std::to_string(b.layers)),
         differ("d_ff", std::to_string(a.ff()), std::to_string(b.ff())),
-        differ("placement", to_string(a.placement), to_string(b.placement))})
+        differ("placement", placement_name(a), placement_name(b)),
+        differ("mixln_post", a.placement == Placement::mixln ? std::to_string(a.mixln_post_blocks()) : "-",
+               b.placement == Placement::mixln ? std::to_string(b.mixln_post_blocks()) : "-")})
     if (!d.empty()) return d;
   return "";
 }
