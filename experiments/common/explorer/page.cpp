@@ -69,7 +69,8 @@ const std::string data_open = "<script type=\"application/json\" id=\"gradscope-
 std::string page_html(const Page& page) {
   const std::map<std::string, std::string> fill = {
       {"TITLE", html_escaped(page.title)},  {"CSS", assets::page_css},   {"CHART_JS", assets::chart_js},
-      {"D3_JS", assets::d3_js},             {"APP_JS", assets::page_js}, {"DATA", script_safe(page_json(page))}};
+      {"D3_JS", assets::d3_js},             {"APP_JS", assets::page_js},
+      {"SELFCHECK_JS", assets::selfcheck_js}, {"DATA", script_safe(page_json(page))}};
   // One pass over the template: {{NAME}} is replaced by fill[NAME], and nothing inserted is scanned again.
   const std::string tpl = assets::page_html;
   std::string out;

@@ -1,6 +1,7 @@
 // The page's data as JSON (nlohmann-json), written as values, never assembled from strings.
-// The format is documented in docs/explorer.md ("The data in the page"); numbers are rounded to 6
+// The format is documented in docs/explorer.md ("The data in the page"); numbers are rounded to 5
 // significant digits (what the page shows has at most 4), NaN and Inf are written as null.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -18,31 +19,32 @@ using nlohmann::json;
 constexpr const char* format_name = "gradscope-explorer";
 constexpr int format_version = 1;
 
-json num(double x) {  // 6 significant digits; null for NaN and Inf
+json num(double x) {  // 5 significant digits; null for NaN and Inf
   if (!std::isfinite(x)) return nullptr;
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", x);
+  std::snprintf(buf, sizeof buf, "%.5g", x);
   return std::strtod(buf, nullptr);
 }
 double num_of(const json& j) { return j.is_null() ? std::numeric_limits<double>::quiet_NaN() : j.get<double>(); }
 
+// [size, nonfinite, norm, mean, sd, min, max, count_0, ..., count_{bins-1}]: an array, not an object,
+// because a page holds thousands (the histogram's bins span [min, max]).
 json stats_json(const Stats& s) {
-  return {{"n", s.size},          {"nonfinite", s.nonfinite}, {"norm", num(s.norm)}, {"mean", num(s.mean)},
-          {"sd", num(s.sd)},      {"min", num(s.min)},        {"max", num(s.max)},   {"lo", num(s.hist.lo)},
-          {"hi", num(s.hist.hi)}, {"counts", s.hist.counts}};
+  json a = {s.size, s.nonfinite, num(s.norm), num(s.mean), num(s.sd), num(s.min), num(s.max)};
+  for (std::size_t c : s.hist.counts) a.push_back(c);
+  return a;
 }
 Stats stats_from(const json& j) {
+  if (!j.is_array() || j.size() < 7) throw std::invalid_argument("a statistics array of " + j.dump());
   Stats s;
-  s.size = j.at("n");
-  s.nonfinite = j.at("nonfinite");
-  s.norm = num_of(j.at("norm"));
-  s.mean = num_of(j.at("mean"));
-  s.sd = num_of(j.at("sd"));
-  s.min = num_of(j.at("min"));
-  s.max = num_of(j.at("max"));
-  s.hist.lo = num_of(j.at("lo"));
-  s.hist.hi = num_of(j.at("hi"));
-  s.hist.counts = j.at("counts").get<std::vector<std::size_t>>();
+  s.size = j.at(0);
+  s.nonfinite = j.at(1);
+  s.norm = num_of(j.at(2));
+  s.mean = num_of(j.at(3));
+  s.sd = num_of(j.at(4));
+  s.min = s.hist.lo = num_of(j.at(5));
+  s.max = s.hist.hi = num_of(j.at(6));
+  for (std::size_t i = 7; i < j.size(); ++i) s.hist.counts.push_back(j.at(i));
   return s;
 }
 
@@ -69,7 +71,7 @@ EdgePath path_from(const std::string& s) {
   throw std::invalid_argument("edge path '" + s + "'");
 }
 
-json graph_json(const GraphData& g) {
+json graph_json(const GraphData& g, std::vector<std::string>& svgs) {
   json nodes = json::array(), edges = json::array(), forks = json::array(), clusters = json::array();
   for (const NodeView& v : g.view.nodes)
     nodes.push_back({{"i", v.index}, {"op", v.op}, {"label", v.label}, {"scope", v.scope}, {"site", v.site},
@@ -94,13 +96,16 @@ json graph_json(const GraphData& g) {
     snapshots.push_back({{"step", s.step}, {"loss", num(s.loss)}, {"value", value}, {"grad", grad},
                          {"edge_norm", numbers(s.edge_norm)}, {"edge_share", numbers(s.edge_share)}, {"forks", fk}});
   }
-  return {{"svg", g.svg},   {"signature", g.view.signature}, {"nodes", nodes},         {"edges", edges},
+  // Runs of one model share one layout: each SVG is stored once, in the page's "svgs".
+  std::size_t svg = std::find(svgs.begin(), svgs.end(), g.svg) - svgs.begin();
+  if (svg == svgs.size()) svgs.push_back(g.svg);
+  return {{"svg", svg},   {"signature", g.view.signature}, {"nodes", nodes},         {"edges", edges},
           {"forks", forks}, {"clusters", clusters},          {"snapshots", snapshots}};
 }
 
-GraphData graph_from(const json& j) {
+GraphData graph_from(const json& j, const std::vector<std::string>& svgs) {
   GraphData g;
-  g.svg = j.at("svg");
+  g.svg = svgs.at(j.at("svg").get<std::size_t>());
   g.view.signature = j.at("signature");
   for (const json& n : j.at("nodes"))
     g.view.nodes.push_back({n.at("i"), n.at("op"), n.at("label"), n.at("scope"), n.at("site"),
@@ -139,6 +144,7 @@ GraphData graph_from(const json& j) {
 
 std::string page_json(const Page& page) {
   json runs = json::array();
+  std::vector<std::string> svgs;
   for (const Run& r : page.runs) {
     json facts = json::array(), charts = json::array(), series = json::array();
     for (const auto& [k, v] : r.facts) facts.push_back({k, v});
@@ -149,12 +155,13 @@ std::string page_json(const Page& page) {
       series.push_back({{"chart", s.chart}, {"name", s.name}, {"steps", s.steps}, {"values", numbers(s.values)}});
     runs.push_back({{"name", r.name},
                     {"facts", facts},
-                    {"graph", r.graph ? graph_json(*r.graph) : json(nullptr)},
+                    {"graph", r.graph ? graph_json(*r.graph, svgs) : json(nullptr)},
                     {"graph_note", r.graph_note},
                     {"charts", charts},
                     {"series", series}});
   }
-  const json page_data = {{"format", format_name}, {"version", format_version}, {"title", page.title}, {"runs", runs}};
+  const json page_data = {{"format", format_name}, {"version", format_version}, {"title", page.title}, {"svgs", svgs},
+                         {"runs", runs}};
   return page_data.dump();
 }
 
@@ -166,11 +173,12 @@ Page parse_page_json(const std::string& text, const std::string& what) {
                                   ", expected " + format_name + " version " + std::to_string(format_version));
     Page page;
     page.title = j.at("title");
+    const std::vector<std::string> svgs = j.at("svgs").get<std::vector<std::string>>();
     for (const json& r : j.at("runs")) {
       Run run;
       run.name = r.at("name");
       for (const json& f : r.at("facts")) run.facts.push_back({f.at(0), f.at(1)});
-      if (!r.at("graph").is_null()) run.graph = graph_from(r.at("graph"));
+      if (!r.at("graph").is_null()) run.graph = graph_from(r.at("graph"), svgs);
       run.graph_note = r.at("graph_note");
       for (const json& c : r.at("charts"))
         run.charts.push_back({c.at("id"), c.at("title"), c.at("description"), c.at("y_label"), c.at("log_y")});

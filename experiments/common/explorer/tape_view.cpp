@@ -66,7 +66,13 @@ const char* to_string(EdgePath path) {
   return "?";
 }
 
-std::string EdgeView::id() const { return "e" + std::to_string(to) + "_" + std::to_string(input); }
+std::string EdgeView::id() const {
+  std::string id = "e";  // (+= rather than "e" + ...: GCC 12 warns falsely, -Wrestrict)
+  id += std::to_string(to);
+  id += '_';
+  id += std::to_string(input);
+  return id;
+}
 
 std::string parent_scope(const std::string& scope) {
   std::size_t dot = scope.rfind('.');
@@ -84,17 +90,20 @@ std::string site_of(const Site& site) {
   return file + ":" + std::to_string(site.line());
 }
 
-// Follows a skip path back from the add to where it starts: DeepNorm's alpha * s is read by the add
-// through a skip edge and itself reads s through one, so the fork is s, not alpha * s.
-int skip_start(const Tape& tape, int add) {
+// Where the skip path into a residual add starts: its skip input s, or, where s is a link inside the
+// skip path that only the path reads (DeepNorm's alpha * s), the stream position before it. -1 if the
+// path has no position that other ops read too (no fork).
+int skip_start(const Tape& tape, const std::vector<std::vector<std::pair<int, EdgeRole>>>& readers, int add) {
   int at = add;
   for (;;) {
     const Entry& e = tape.entry(at);
-    int next = -1;
+    int s = -1;
     for (std::size_t k = 0; k < e.inputs.size(); ++k)
-      if (tape.role(at, k) == EdgeRole::skip) next = e.inputs[k];
-    if (next < 0) return at;
-    at = next;
+      if (tape.role(at, k) == EdgeRole::skip) s = e.inputs[k];
+    if (s < 0) return -1;
+    const auto& r = readers[static_cast<std::size_t>(s)];
+    if (std::any_of(r.begin(), r.end(), [](const auto& read) { return read.second != EdgeRole::skip; })) return s;
+    at = s;  // read through skip edges alone: follow the path one link further back
   }
 }
 
@@ -124,7 +133,7 @@ GraphView read_graph(const Tape& tape) {
       g.edges.push_back({e.inputs[k], i, k, tape.role(i, k), EdgePath::plain});
     }
     g.signature += std::to_string(i) + " " + v.op + " " + v.label + " " + v.scope + " " + shape_str(v.shape);
-    for (int in : e.inputs) g.signature += " " + std::to_string(in);
+    for (int in : e.inputs) (g.signature += ' ') += std::to_string(in);
     g.signature += "\n";
   }
 
@@ -139,11 +148,8 @@ GraphView read_graph(const Tape& tape) {
       branch_in = branch_in || tape.role(j, k) == EdgeRole::branch;
     }
     if (!skip_in || !branch_in) continue;  // not a residual add
-    const int s = skip_start(tape, j);
-    const auto& r = readers[static_cast<std::size_t>(s)];
-    const bool has_other =
-        std::any_of(r.begin(), r.end(), [](const auto& read) { return read.second != EdgeRole::skip; });
-    if (s == j || !has_other || fork_of.count(s)) continue;
+    const int s = skip_start(tape, readers, j);
+    if (s < 0 || fork_of.count(s)) continue;
     ForkView f{s, j, e.scope, ""};
     for (std::size_t k = 0; k < e.inputs.size(); ++k)
       if (tape.role(j, k) == EdgeRole::branch) f.branch = tape.entry(e.inputs[k]).scope;
