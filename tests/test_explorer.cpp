@@ -203,6 +203,22 @@ TEST_CASE("explorer read_snapshot refuses a tape of another structure, or one th
   Var y = add(s, tanh(s)).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch);
   sum(mul(y, y)).backward();
   CHECK_THROWS_WITH(read_snapshot(plain, read_graph(plain), 0, 0.0), Contains("keep_contributions"));
+  // A pass that was never backpropagated (its loss was not finite) is read, with no gradients.
+  Tape forward;
+  forward.keep_contributions = true;
+  Var f = forward.leaf(Array{1.0, 2.0});
+  sum(f * f);
+  const Snapshot none = read_snapshot(forward, read_graph(forward), 0, NAN);
+  CHECK_FALSE(none.nodes[0].has_grad);
+
+  nn::TransformerLM model(tiny_model(nn::Placement::pre));
+  RunRecorder recorder("pre", model);
+  Tape& tape = Tape::current();
+  tape.reset();
+  tape.keep_contributions = false;
+  model.loss(ids, targets).backward();
+  CHECK_THROWS_WITH(recorder.record_pass(0, tape, 1.0), Contains("record_pass(step 0)") && Contains("keep_contributions"));
+  tape.reset();
 }
 
 TEST_CASE("explorer parse_steps: lists, ranges and strides, sorted and each once; bad pieces named", "[explorer]") {
@@ -347,7 +363,7 @@ TEST_CASE("explorer page: written, read back with the same data, merged with ren
                     Contains("y.html") && Contains("expected gradscope-explorer"));
 }
 
-TEST_CASE("explorer binary: a bad --runs value or a missing --add page is one line naming it", "[explorer]") {
+TEST_CASE("explorer binary: a bad --runs value or a missing --html-add page is one line naming it", "[explorer]") {
   TempDir dir("gradscope_test_explorer_binary");
   const auto run = [&](const std::string& args) {
     const std::string command = std::string("'") + GRADSCOPE_EXPLORER_BINARY + "' " + args + " > '" +
@@ -355,15 +371,18 @@ TEST_CASE("explorer binary: a bad --runs value or a missing --add page is one li
     const int raw = std::system(command.c_str());
     return std::make_pair(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, nn::read_file(dir.path / "err"));
   };
-  auto [status, err] = run("--runs post --out '" + (dir.path / "a.html").string() + "'");
+  auto [status, err] = run("--runs post --html '" + (dir.path / "a.html").string() + "'");
   CHECK(status == 1);
   CHECK_THAT(err, Contains("--runs: 'post' is not PLACEMENT:WARMUP"));
   CHECK(std::count(err.begin(), err.end(), '\n') == 1);
-  std::tie(status, err) = run("--runs '' --add '" + (dir.path / "none.html").string() + "'");
+  std::tie(status, err) = run("--runs '' --html-add '" + (dir.path / "none.html").string() + "'");
   CHECK(status == 1);
   CHECK_THAT(err, Contains("none.html"));
   std::tie(status, err) = run("--snapshot-steps 3-1 --runs pre:0");
   CHECK(status == 1);
   CHECK_THAT(err, Contains("--snapshot-steps 3-1"));
+  std::tie(status, err) = run("--runs postln:0");
+  CHECK(status == 1);
+  CHECK_THAT(err, Contains("--runs postln:0") && Contains("post"));
   CHECK_FALSE(fs::exists(dir.path / "a.html"));
 }

@@ -155,6 +155,9 @@ bool RunRecorder::is_snapshot(std::size_t step) const {
 }
 
 void RunRecorder::record_pass(std::size_t step, const Tape& tape, double loss) {
+  if (!tape.keep_contributions)
+    throw Error("explorer: record_pass(step " + std::to_string(step) + "): the tape keeps no contributions; set "
+                "tape.keep_contributions = true before backward() (the LN gains and the forks' split read them)");
   run_.add_point("loss", "loss", step, loss);
   const std::vector<nn::NamedParameter> params = model_.named_parameters();
   std::vector<std::pair<std::string, double>> sq;  // per group, in first-appearance order

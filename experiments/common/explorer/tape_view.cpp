@@ -199,7 +199,7 @@ Snapshot read_snapshot(const Tape& tape, const GraphView& graph, std::size_t ste
   Snapshot s;
   s.step = step;
   s.loss = loss;
-  bool any_contribution = false;
+  bool any_contribution = false, any_grad = false;
   for (const NodeView& v : graph.nodes) {
     const Entry& e = tape.entry(v.index);
     if (v.op != e.op || v.inputs != e.inputs || v.shape != shape_of(e.value) || v.scope != e.scope)
@@ -211,9 +211,10 @@ Snapshot read_snapshot(const Tape& tape, const GraphView& graph, std::size_t ste
     ns.has_grad = e.has_grad;
     if (e.has_grad) ns.grad = stats_of(e.grad, bins);
     any_contribution = any_contribution || !e.contributions.empty();
+    any_grad = any_grad || (e.has_grad && !e.inputs.empty());
     s.nodes.push_back(std::move(ns));
   }
-  if (!any_contribution && tape.size() > 1)
+  if (any_grad && !any_contribution)  // (no gradient at all: a pass whose loss was not finite, not backpropagated)
     throw Error("explorer: step " + std::to_string(step) + ": the tape kept no contributions; set "
                 "tape.keep_contributions = true before backward()");
 

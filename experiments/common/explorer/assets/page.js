@@ -23,7 +23,8 @@
   // %.Ng: N significant digits, no trailing zeros ("0.1235", "1.2e-05", "3"); "-" for a missing number.
   function fmt(x, digits) {
     if (x === null || x === undefined || !isFinite(x)) return '-';
-    let s = Number(x).toPrecision(digits || 4);
+    const a = Math.abs(x);
+    let s = a !== 0 && (a < 1e-3 || a >= 1e6) ? Number(x).toExponential((digits || 4) - 1) : Number(x).toPrecision(digits || 4);
     if (s.indexOf('e') >= 0) {
       let parts = s.split('e');
       let m = parts[0].indexOf('.') >= 0 ? parts[0].replace(/0+$/, '').replace(/\.$/, '') : parts[0];
@@ -347,10 +348,23 @@
       view.top.appendChild(card);  // last: drawn over the edges that end inside
     }
     const bb = el.getBBox(), lines = cardLines(scope);
-    const size = Math.max(10, Math.min(28, bb.width / 24, bb.height / (lines.length * 1.6)));
+    // 13 px on screen at the zoom of the moment, if the lines fit the cluster's box
+    const ctm = view.top.getScreenCTM(), perPixel = ctm && ctm.a > 0 ? 1 / ctm.a : 1;
+    const size = Math.min(13 * perPixel, bb.width / 22, bb.height / (lines.length * 1.5 + 1));
     card.innerHTML = '';
     const rect = document.createElementNS('http://www.w3.org/2000/svg', 'rect');
     [['x', bb.x], ['y', bb.y], ['width', bb.width], ['height', bb.height], ['rx', 10]].forEach(function (a) { rect.setAttribute(a[0], a[1]); });
+    // Tinted by the edge colour of the largest gradient part at its forks: a block gone dark is blue.
+    const g = graphA(), s = snapshot(), c = g.clusters.find(function (x) { return x.scope === scope; });
+    let top = null;
+    c.forks.forEach(function (f) { [s.forks[f][0], s.forks[f][1]].forEach(function (v) { if (v !== null && (top === null || v > top)) top = v; }); });
+    if (top !== null && view.scale) {
+      const colour = view.scale.colour(top);
+      rect.style.fill = d3.interpolateRgb('#ffffff', colour)(0.28);
+      rect.style.stroke = colour;
+      rect.style.strokeWidth = '3px';
+      rect.style.vectorEffect = 'non-scaling-stroke';
+    }
     card.appendChild(rect);
     lines.forEach(function (line, k) {
       const t = document.createElementNS('http://www.w3.org/2000/svg', 'text');
@@ -507,10 +521,14 @@
           interaction: { mode: 'nearest', axis: 'x', intersect: false },
           scales: {
             x: { type: 'linear', title: { display: true, text: 'step' } },
-            y: { type: def.log_y ? 'logarithmic' : 'linear', title: { display: true, text: def.y_label } }
+            y: {
+              type: def.log_y ? 'logarithmic' : 'linear', title: { display: true, text: def.y_label },
+              // a log axis labels its powers of ten only
+              ticks: { callback: function (v) { return !def.log_y || Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9 ? fmt(v) : ''; } }
+            }
           },
           plugins: {
-            legend: { position: 'right', labels: { boxWidth: 14, font: { size: 10.5 } } },
+            legend: { position: 'bottom', labels: { boxWidth: 12, boxHeight: 2, font: { size: 10.5 } } },
             tooltip: { callbacks: { label: function (c) { return c.dataset.label + ': ' + fmt(c.parsed.y); } } }
           }
         },
@@ -529,6 +547,30 @@
   $('unfold-all').onclick = function () { Object.keys(state.folded).forEach(unfold); };
   $('fit').onclick = fit;
 
+  // ---- the address: page.html#run=1&b=3&step=300&scale=run&node=4&fold=blocks.0,blocks.1&zoom=2 ----
+  // opens the page in that state (run: index or name; step: a snapshot step). #selfcheck runs the self-check.
+  function applyAddress() {
+    const p = {};
+    location.hash.replace(/^#/, '').split('&').forEach(function (kv) {
+      const i = kv.indexOf('=');
+      if (i > 0) p[decodeURIComponent(kv.slice(0, i))] = decodeURIComponent(kv.slice(i + 1));
+    });
+    const runIndex = function (v) {
+      const byName = DATA.runs.findIndex(function (r) { return r.name === v; });
+      return byName >= 0 ? byName : (/^\d+$/.test(v) && +v < DATA.runs.length ? +v : -2);
+    };
+    if (p.run !== undefined && runIndex(p.run) >= 0) { $('run-a').value = runIndex(p.run); $('run-a').onchange(); }
+    if (p.b !== undefined && runIndex(p.b) >= -1) { $('run-b').value = p.b === '-1' ? -1 : runIndex(p.b); $('run-b').onchange(); }
+    if (p.scale === 'run' || p.scale === 'step') { $('scale-mode').value = p.scale; $('scale-mode').onchange(); }
+    const g = graphA();
+    if (g && p.step !== undefined) {
+      const k = g.snapshots.findIndex(function (s) { return s.step === +p.step; });
+      if (k >= 0) { $('step').value = k; state.snap = k; showStep(); }
+    }
+    if (g && p.fold) p.fold.split(',').forEach(function (scope) { fold(scope); });
+    if (g && p.node !== undefined && g.nodes[+p.node]) { select(+p.node); if (p.zoom) { view.zoom.scale(+p.zoom); centreOn(+p.node); } }
+  }
+
   // ---- start ----
   const started = performance.now();
   if (!DATA.runs.length) {
@@ -541,6 +583,7 @@
     drawFacts();
     const g = graphA();
     if (g && g.forks.length) select(g.forks[0].at);
+    if (location.hash.length > 1 && location.hash !== '#selfcheck') applyAddress();
   }
   document.body.setAttribute('data-init-ms', (performance.now() - started).toFixed(1));
   document.body.setAttribute('data-ready-ms', performance.now().toFixed(1));
