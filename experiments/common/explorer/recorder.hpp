@@ -44,7 +44,7 @@ std::string module_group(const std::string& parameter_name);
 
 struct RecorderOptions {
   std::vector<std::size_t> snapshot_steps = default_snapshot_steps();
-  std::size_t max_graph_entries = 400;  // above this the run has no graph, only charts (about 4 layers)
+  std::size_t max_graph_entries = 200;  // above this the run has no graph, only charts (a 4-layer model has 125)
   std::size_t bins = 16;                // histogram bins of each value and gradient
   bool draw = true;                     // run Graphviz's dot for the SVG (off: no graph, noted)
 };
