@@ -276,7 +276,7 @@ void draw_runs(const Runs& runs, const Field& f, const std::string& title, const
   if (!plot.series.empty()) draw(plot, dir, name);  // e.g. no LN plot when every run is rezero
 }
 
-std::string file_label(const RunKey& k) { return k.placement + "_w" + std::to_string(k.warmup); }
+std::string file_label(const RunKey& k) { return file_part(k.placement) + "_w" + std::to_string(k.warmup); }
 
 // Per run: the gradient norm of every layer, and the input RMS of every LN, against the step.
 void draw_per_run(const RunKey& k, const std::vector<RunTrace>& tr, std::size_t layers,

@@ -196,7 +196,7 @@ void write_positions(const Scan& s, const std::filesystem::path& out) {
 // The summary, one row per depth and placement; its largest |skip + branch - gradient| in *worst.
 Table summary_table(const Scan& s, double* worst) {
   Table summary({"L", "placement", "loss", "RMS emb", "RMS top", "RMS top/emb", "|g| top", "|g| emb", "|g| emb/top",
-                 "br/id mean", "skip vs next", "max|id+br-g|"});
+                 "br/skip mean", "skip vs next", "max|sk+br-g|"});
   for (std::size_t L : s.depths)
     for (const std::string& p : s.placements) {
       const Runs r = s.at(L, p);
@@ -234,22 +234,22 @@ void report(const Scan& s, const std::filesystem::path& out) {
                 position_table(s, L, "rms", 2 * L + 1).to_text().c_str());
     std::printf("backward: |dL/dx|, the gradient's norm at each stream position\n%s\n",
                 position_table(s, L, "total", 2 * L + 1).to_text().c_str());
-    std::printf("backward: |identity part|, what arrived through the next sublayer's skip path\n%s\n",
+    std::printf("backward: |skip part|, what arrived through the next sublayer's skip path\n%s\n",
                 position_table(s, L, "skip", 2 * L).to_text().c_str());
     std::printf("backward: |branch part|, what arrived through the next sublayer's branch\n%s\n",
                 position_table(s, L, "branch", 2 * L).to_text().c_str());
-    std::printf("backward: |branch part| / |identity part|\n%s\n", position_table(s, L, "ratio", 2 * L).to_text().c_str());
+    std::printf("backward: |branch part| / |skip part|\n%s\n", position_table(s, L, "ratio", 2 * L).to_text().c_str());
     std::fflush(stdout);
   }
   double worst = 0.0;
   const Table summary = summary_table(s, &worst);
   std::printf("summary (top = the last block's output; emb = block 0's input)\n%s", summary.to_text().c_str());
-  std::printf("  br/id mean:   |branch part| / |identity part| averaged over the 2L positions\n"
-              "  skip vs next: max over positions k of ||identity part at k - gradient at k+1|| / ||gradient at "
+  std::printf("  br/skip mean:   |branch part| / |skip part| averaged over the 2L positions\n"
+              "  skip vs next: max over positions k of ||skip part at k - gradient at k+1|| / ||gradient at "
               "k+1||\n"
               "                (0: the skip path hands back the gradient of the sublayer's output unchanged)\n"
-              "  max|id+br-g|: largest |identity + branch - gradient| over every element, position and seed\n");
-  std::printf("check: identity + branch = gradient at every position, largest difference %s\n\n", fmt(worst, 3).c_str());
+              "  max|sk+br-g|: largest |skip + branch - gradient| over every element, position and seed\n");
+  std::printf("check: skip + branch = gradient at every position, largest difference %s\n\n", fmt(worst, 3).c_str());
   summary.write_csv(out / "stream_summary.csv");
 
   for (std::size_t L : s.depths) {  // the plots: per depth, every placement on one plot; per placement, the split
@@ -257,7 +257,7 @@ void report(const Scan& s, const std::filesystem::path& out) {
     const std::string tag = "L" + std::to_string(L), at_L = ", L = " + std::to_string(L);
     Plot rms{"residual-stream RMS" + at_L, xlabel, "mean per-position RMS", false, true, {}};
     Plot grad{"|dL/dx| at each stream position" + at_L, xlabel, "Frobenius norm", false, true, {}};
-    Plot ratio{"|branch part| / |identity part| of the gradient" + at_L, xlabel, "ratio", false, true, {}};
+    Plot ratio{"|branch part| / |skip part| of the gradient" + at_L, xlabel, "ratio", false, true, {}};
     for (const std::string& p : s.placements) {
       const Runs r = s.at(L, p);
       rms.series.push_back(series_of(p, r, "rms", 2 * L + 1));
@@ -266,9 +266,9 @@ void report(const Scan& s, const std::filesystem::path& out) {
       Plot split{p + ": the gradient at each stream position and its two parts" + at_L, xlabel, "Frobenius norm",
                  false, true, {}};
       split.series.push_back(series_of("total", r, "total", 2 * L + 1));
-      split.series.push_back(series_of("identity (skip) part", r, "skip", 2 * L));
+      split.series.push_back(series_of("skip part", r, "skip", 2 * L));
       split.series.push_back(series_of("branch part", r, "branch", 2 * L));
-      draw_log(split, out, "split_" + p + "_" + tag);
+      draw_log(split, out, "split_" + file_part(p) + "_" + tag);
     }
     draw_log(rms, out, "stream_rms_" + tag);
     draw_log(grad, out, "grad_" + tag);
@@ -284,7 +284,7 @@ void report(const Scan& s, const std::filesystem::path& out) {
 int main(int argc, char** argv) {
   const auto program_start = std::chrono::steady_clock::now();
   Experiment ex("stream", "stream: the residual stream's norm after every sublayer, and the gradient at every "
-                "stream position split into its identity (skip) and branch parts, per placement and depth.", "out/stream");
+                "stream position split into its skip and branch parts, per placement and depth.", "out/stream");
   std::vector<std::size_t> depths = {4, 12};
   std::size_t steps = 0, warmup = 0;  // Adam steps before measuring; 0: measure at initialization
   double lr = 1e-3;

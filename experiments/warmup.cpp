@@ -195,7 +195,7 @@ void draw_curves(const Cells& cells, std::size_t d, const Corpus& corpus, const 
       plot.series.push_back(flat_line("entropy-rate floor", 0, x1, corpus.floor));
     else
       plot.series.push_back(flat_line("unigram H1", 0, x1, corpus.unigram));
-    draw(plot, dir, "curves_" + name + "_" + p);
+    draw(plot, dir, "curves_" + name + "_" + file_part(p));
   }
 }
 

@@ -249,3 +249,22 @@ TEST_CASE("every grid binary: two shards merged print the tables and write the f
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("the binaries that draw one plot per placement name its file after a triple without its '/'",
+          "[binaries][zoo]") {
+  const fs::path dir = fs::temp_directory_path() / ("gradscope_test_triples_" + std::to_string(::getpid()));
+  const std::string model = " --d-model 8 --heads 2 --seq 6 --batch 3 --seeds 1 --placements post,pre/rms";
+  for (const auto& [name, args, plot] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"stream", model + " --layers-list 1 --steps 2", "split_pre-rms-none_L1.png"},
+           {"dynamics", model + " --layers 2 --steps 4 --early 2 --eval-batches 1 --warmups 0", "grads_pre-rms-none_w0.png"},
+           {"warmup", model + " --layers 2 --steps 4 --window 2 --eval-batches 1 --datasets markov --lrs 0.01 --warmups 0",
+            "curves_markov_pre-rms-none.png"}}) {
+    INFO(name << args);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const Result r = run(path_of(name), args + " --out o", dir);
+    REQUIRE(r.status == 0);
+    REQUIRE(fs::exists(dir / "o" / plot));
+  }
+  fs::remove_all(dir);
+}

@@ -72,6 +72,12 @@ std::string csv_cell(const std::string& s) {
 
 }  // namespace
 
+std::string file_part(std::string label) {
+  for (char& c : label)
+    if (c == '/') c = '-';
+  return label;
+}
+
 std::string shell_quote(const std::string& text) {
   std::string q = "'";
   for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -131,6 +137,8 @@ void Table::write_csv(const std::filesystem::path& path) const {
 }
 
 void draw(const Plot& plot, const std::filesystem::path& dir, const std::string& name) {
+  if (name.find('/') != std::string::npos)
+    throw Error("draw: the plot name '" + name + "' has a '/' (pass a label through file_part)");
   std::filesystem::create_directories(dir);
   const std::filesystem::path dat = dir / (name + ".dat"), gp = dir / (name + ".gp");
   // The data: one block per series, blocks separated by two blank lines (gnuplot's "index").

@@ -58,6 +58,10 @@ std::string drop_nonpositive(std::vector<Series>& series, bool say_why = false);
 // runs gnuplot to draw DIR/NAME.png and DIR/NAME.svg. Throws gs::Error if gnuplot fails.
 void draw(const Plot& plot, const std::filesystem::path& dir, const std::string& name);
 
+// A label as part of a file name: a placement triple "post/layer/admin" becomes "post-layer-admin"
+// (draw() refuses a name with a '/': it would name a folder that does not exist).
+std::string file_part(std::string label);
+
 // 'text' for a POSIX shell: single quotes, each ' written as '\''.
 std::string shell_quote(const std::string& text);
 
