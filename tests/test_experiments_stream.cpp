@@ -163,7 +163,7 @@ TEST_CASE("mean_rms and mean_l2 average the per-position norms over the last axi
   REQUIRE(mean_rms(x) == Approx((15.0 + std::sqrt(2.0)) / 4.0 / std::sqrt(2.0)).epsilon(1e-15));
 }
 
-TEST_CASE("where the stream is the plain sum, the identity part at a sublayer's input is exactly the gradient "
+TEST_CASE("where the stream is the plain sum, the skip part at a sublayer's input is exactly the gradient "
           "at its output",
           "[experiments][stream][pre]") {
   // Pre, peri and ReZero: h = x + branch(x), so the add hands dL/dh to x unchanged: identity(x) = dL/dh.
