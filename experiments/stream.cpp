@@ -7,7 +7,9 @@
 // Forward: the size of the residual stream at every position between sublayers -- emb, then each
 // block's mid (after attention) and output (after the MLP) -- as the per-position RMS
 // sqrt(mean_c x^2) averaged over the B x T positions, and the per-position L2 norm sqrt(sum_c x^2)
-// averaged the same way (= sqrt(d) x the RMS; in the CSV).
+// averaged the same way (= sqrt(d) x the RMS; in the CSV); and how far each sublayer is from the
+// identity, |F(x)| / |x|: the mean per-position RMS of its branch over that of what the residual add
+// adds it to (Sun et al. 2025 measure Pre-LN's deep layers becoming the identity this way).
 //
 // Backward: d(mean loss)/d(stream) at every position that a sublayer reads, split by the path it came
 // back through (experiments/common/stream_split.hpp): the skip (identity) part is what the sublayer's
@@ -46,7 +48,7 @@ namespace {
 
 // One forward and backward pass on `batch` with the tape keeping every contribution. The record, per
 // position k = 0 .. 2L (stream_split.hpp): "rms", "l2" (forward), "total" (|gradient|); at the positions
-// a sublayer reads, k < 2L: "skip", "branch", "ratio" (branch / skip) and "skip_vs_next",
+// a sublayer reads, k < 2L: "move" (forward: |branch| / |skip| at sublayer k's residual add), "skip", "branch", "ratio" (branch / skip) and "skip_vs_next",
 // ||skip_k - gradient_{k+1}|| / ||gradient_{k+1}||; "check", the largest |skip + branch - gradient|.
 Record measure(nn::TransformerLM& model, const nn::Batch& batch) {
   Tape tape;
@@ -65,6 +67,13 @@ Record measure(nn::TransformerLM& model, const nn::Batch& batch) {
     m.push("l2", mean_l2(p.value.value()));
     m.push("total", norm(p.value.grad()));
     if (p.top) continue;  // read by ln_f or the head, no skip path
+    // Forward: how far sublayer k is from the identity, |F(x)| / |x| with F(x) its branch and x what the
+    // residual add adds it to (x itself, alpha x for deepnorm, omega * x for admin, h + x for b2t's MLP).
+    const nn::BlockTrace& t = model.blocks[k / 2]->last;
+    const bool attention = k % 2 == 0;
+    const Var& branch_value = attention ? t.attn_branch : t.mlp_branch;
+    const Var& skip_value = attention ? t.attn_skip : t.mlp_skip;
+    m.push("move", mean_rms(branch_value.value()) / mean_rms(skip_value.value()));
     const PathSplit s = split_gradient(p.value);
     m.push("skip", norm(s.skip));
     m.push("branch", norm(s.branch));
@@ -167,7 +176,8 @@ Series series_of(const std::string& title, const Runs& runs, const std::string& 
 
 // Every position of every run's statistics: stream_forward.csv and stream_backward.csv.
 void write_positions(const Scan& s, const std::filesystem::path& out) {
-  Table forward_csv({"layers", "placement", "k", "position", "rms_mean", "rms_std", "l2_mean", "l2_std"});
+  Table forward_csv({"layers", "placement", "k", "position", "rms_mean", "rms_std", "l2_mean", "l2_std", "move_mean",
+                     "move_std"});
   Table backward_csv({"layers", "placement", "k", "position", "grad_mean", "grad_std", "skip_mean", "skip_std",
                       "branch_mean", "branch_std", "ratio_mean", "ratio_std", "skip_vs_next_mean", "skip_vs_next_std"});
   auto cell = [](double x) { return fmt(x, 10); };
@@ -177,11 +187,12 @@ void write_positions(const Scan& s, const std::filesystem::path& out) {
       const Runs r = s.at(L, p);
       for (std::size_t k = 0; k <= 2 * L; ++k) {
         const Stat rms = at(r, "rms", k), l2 = at(r, "l2", k), g = at(r, "total", k);
+        const bool read = k < 2 * L;  // the top: no sublayer reads it
         forward_csv.add_row({std::to_string(L), p, std::to_string(k), names[k], cell(rms.mean), cell(rms.std),
-                             cell(l2.mean), cell(l2.std)});
+                             cell(l2.mean), cell(l2.std), read ? cell(at(r, "move", k).mean) : "",
+                             read ? cell(at(r, "move", k).std) : ""});
         std::vector<std::string> row{std::to_string(L), p, std::to_string(k), names[k], cell(g.mean), cell(g.std)};
         for (const char* quantity : {"skip", "branch", "ratio", "skip_vs_next"}) {
-          const bool read = k < 2 * L;  // the top: no skip path reads it
           row.push_back(read ? cell(at(r, quantity, k).mean) : "");
           row.push_back(read ? cell(at(r, quantity, k).std) : "");
         }
@@ -232,6 +243,9 @@ void report(const Scan& s, const std::filesystem::path& out) {
     std::printf("==== L = %zu ====\n\n", L);
     std::printf("forward: residual-stream RMS, mean over positions of sqrt(mean_c x^2)\n%s\n",
                 position_table(s, L, "rms", 2 * L + 1).to_text().c_str());
+    std::printf("forward: |F(x)| / |x| of the sublayer that reads each position, the mean per-position RMS of its "
+                "branch over that of its skip input (0: the sublayer is the identity)\n%s\n",
+                position_table(s, L, "move", 2 * L).to_text().c_str());
     std::printf("backward: |dL/dx|, the gradient's norm at each stream position\n%s\n",
                 position_table(s, L, "total", 2 * L + 1).to_text().c_str());
     std::printf("backward: |skip part|, what arrived through the next sublayer's skip path\n%s\n",
