@@ -104,10 +104,7 @@ Var TransformerLM::logits(const IndexArray& ids, Site site) {
   if (s[0] == 0 || s[1] == 0 || s[1] > config.context)
     fail("TransformerLM.logits", site, "ids " + shape_str(s) + " need B >= 1 and 1 <= T <= context = " +
                                            std::to_string(config.context));
-  for (std::int64_t id : ids)
-    if (id < 0 || static_cast<std::size_t>(id) >= config.vocab)
-      fail("TransformerLM.logits", site, "token id " + std::to_string(id) + " in ids " + shape_str(s) +
-                                             " is out of range [0, vocab = " + std::to_string(config.vocab) + ")");
+  // Token ids are checked once, by tok_emb (Embedding::forward), under the same call site.
 
   // Each child runs under its name on the tape's module scope (Entry::scope "blocks.3", ...).
   Tape& tape = Tape::current();

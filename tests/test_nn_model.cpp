@@ -257,8 +257,8 @@ TEST_CASE("bad input to the model throws naming the op, the shapes and the call 
   Tape tape;
   TapeScope scope(tape);
   REQUIRE_THROWS_WITH(model.logits(IndexArray{{0, 5}}),
-                      Catch::Contains("TransformerLM.logits at test_nn_model.cpp") && Catch::Contains("5") &&
-                          Catch::Contains("(1, 2)"));
+                      Catch::Contains("Embedding at test_nn_model.cpp") && Catch::Contains("token id 5") &&
+                          Catch::Contains("ids (1, 2)"));
   REQUIRE_THROWS_WITH(model.logits(IndexArray{{0, -1}}), Catch::Contains("-1"));
   REQUIRE_THROWS_WITH(model.logits(IndexArray{{0, 1, 2, 3}}),
                       Catch::Contains("TransformerLM.logits at") && Catch::Contains("(1, 4)") &&
