@@ -268,3 +268,29 @@ TEST_CASE("the binaries that draw one plot per placement name its file after a t
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("the zoo's axis flags (norm, residual, mixln-post, dyt-alpha) set what --placement and every "
+          "--placements entry build; a refused combination is one line naming it",
+          "[binaries][zoo]") {
+  const fs::path dir = fs::temp_directory_path() / ("gradscope_test_axes_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string tiny = " --d-model 8 --heads 2 --seq 6 --batch 3 --seeds 1 --depths 1,2";
+  const Result grid = run(path_of("gradflow"), tiny + " --placements post,pre --norm rms --out '" + (dir / "g").string() + "'");
+  INFO(grid.out << grid.err);
+  REQUIRE(grid.status == 0);
+  REQUIRE(grid.out.find("post/rms/none") != std::string::npos);
+  REQUIRE(grid.out.find("pre/rms/none") != std::string::npos);
+  require_refused(run(path_of("gradflow"), tiny + " --placements post,pre --residual admin"), 2, "gradflow",
+                  {"pre/layer/admin (--residual admin)", "needs placement post"});
+  require_refused(run(path_of("train"), "--placement mixln --layers 2 --mixln-post 3"), 2, "train",
+                  {"mixln_post 3 is more than the 2 layers"});
+
+  const Result train = run(path_of("train"), "--placement pre --norm dyt --dyt-alpha 0.25 --residual lns --layers 4 "
+                                             "--steps 1 --eval-every 0 --eval-batches 1 --dump '" + (dir / "d").string() + "'");
+  REQUIRE(train.status == 0);
+  const std::string config = gs::nn::read_file(dir / "d" / "config.json");
+  REQUIRE(config.find("\"norm\": \"dyt\"") != std::string::npos);
+  REQUIRE(config.find("\"residual\": \"lns\"") != std::string::npos);
+  REQUIRE(config.find("\"dyt_alpha\": 0.25") != std::string::npos);
+  fs::remove_all(dir);
+}

@@ -43,6 +43,10 @@ const std::vector<std::pair<std::string, Range>>& table() {
   static const std::vector<std::pair<std::string, Range>> rows = {
       // the model (every binary that builds one)
       {"--placement", of(Range::Kind::placement)},
+      {"--norm", choice({"layer", "rms", "dyt", "none"})},
+      {"--residual", choice({"none", "deepnorm", "admin", "rezero", "lns"})},
+      {"--mixln-post", whole(0)},
+      {"--dyt-alpha", real_above(0)},
       {"--layers", whole(1)},
       {"--d-model", whole(1)},
       {"--heads", whole(1)},
@@ -280,14 +284,38 @@ nn::ModelConfig ModelOptions::config() const {
   c.layers = layers;
   c.d_ff = d_ff;
   nn::apply_placement(c, placement);
+  set_axes(c);
   c.init = nn::parse_init(init);
   c.seed = seed;
   return c;
 }
 
+void ModelOptions::set_axes(nn::ModelConfig& c) const {
+  if (!norm.empty()) c.norm = nn::parse_norm(norm);
+  if (!residual.empty()) c.residual = nn::parse_residual(residual);
+  if (!mixln_post.empty()) c.mixln_post = std::stoul(mixln_post);  // a whole number: the flag's range checked it
+  c.dyt_alpha = dyt_alpha;
+}
+
+std::string ModelOptions::with_axes(const std::string& spec) const {
+  nn::ModelConfig c;
+  c.layers = layers;
+  nn::apply_placement(c, spec);
+  set_axes(c);
+  const std::string why = nn::refusal(c);
+  if (!why.empty()) throw Error(nn::placement_name(c) + (norm.empty() ? "" : " (--norm " + norm + ")") +
+                                (residual.empty() ? "" : " (--residual " + residual + ")") + ": " + why);
+  return nn::placement_name(c);
+}
+
 std::string ModelOptions::problem() const {
   if (d_model % heads != 0)
     return "--heads " + std::to_string(heads) + " does not divide --d-model " + std::to_string(d_model);
+  try {
+    with_axes(placement);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
   return "";
 }
 
@@ -304,6 +332,11 @@ ModelOptions stability_model() {
 
 void add_model_flags(CLI::App& app, ModelOptions& o) {
   add_flag(app, "--placement", o.placement, "normalization placement");
+  add_flag(app, "--norm", o.norm, "the norm of every placement given, in place of its own (docs/placements.md)");
+  add_flag(app, "--residual", o.residual, "the residual weighting of every placement given, in place of its own");
+  add_flag(app, "--mixln-post", o.mixln_post, "mixln: the number K of Post-LN blocks (default: L/4 rounded half up)")
+      ->type_name("UINT");
+  add_flag(app, "--dyt-alpha", o.dyt_alpha, "dyt: the initial alpha of every DyT");
   add_flag(app, "--layers", o.layers, "number of residual blocks");
   add_flag(app, "--d-model", o.d_model, "model width d");
   add_flag(app, "--heads", o.heads, "attention heads (must divide d-model)");
@@ -317,7 +350,7 @@ void add_model_flags(CLI::App& app, ModelOptions& o) {
 
 std::vector<std::string> model_flags_given(const CLI::App& app) {
   std::vector<std::string> given;
-  for (const char* flag : {"--placement", "--layers", "--d-model", "--heads", "--d-ff", "--seq", "--batch", "--vocab",
+  for (const char* flag : {"--placement", "--norm", "--residual", "--mixln-post", "--dyt-alpha", "--layers", "--d-model", "--heads", "--d-ff", "--seq", "--batch", "--vocab",
                            "--seed", "--init"})
     if (app.get_option(flag)->count() > 0) given.emplace_back(flag);
   return given;

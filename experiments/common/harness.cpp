@@ -87,6 +87,15 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
     return code == 0 ? 0 : 2;
   }
   std::string problem = model.problem();
+  if (problem.empty() && (!model.norm.empty() || !model.residual.empty())) {
+    try {  // every placement by the name of what it now builds: "post" with --norm rms is "post/rms/none"
+      if (grid_)
+        for (std::string& p : placements) p = model.with_axes(p);
+      model.placement = model.with_axes(model.placement);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+  }
   if (grid_ && problem.empty()) {
     keep_first_of_each(placements);
     if (static_cast<double>(model.seed) + static_cast<double>(seeds) - 1 > std::numeric_limits<unsigned>::max())
