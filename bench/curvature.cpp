@@ -24,7 +24,8 @@
 #include <vector>
 
 #include "engine/engine.hpp"
-#include "experiments/common/cli.hpp"
+#include "experiments/common/flags.hpp"
+#include "experiments/common/harness.hpp"
 #include "experiments/common/training.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
@@ -77,7 +78,7 @@ void run(const std::string& placement, const nn::Batch& batch, int reps, double 
   config.d_model = 32;
   config.heads = 2;
   config.layers = 6;
-  config.placement = nn::parse_placement(placement);
+  nn::apply_placement(config, placement);
   nn::TransformerLM model(config);
   const std::vector<Parameter> params = handles(model);
   auto loss = [&] { return model.loss(batch.inputs, batch.targets); };
@@ -167,45 +168,25 @@ void run(const std::string& placement, const nn::Batch& batch, int reps, double 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"What curvature costs: a gradient, an hvp and lambda_max by Lanczos on the warmup grid's model"};
+  experiments::Experiment ex("bench_curvature",
+                             "What curvature costs: a gradient, an hvp and lambda_max by Lanczos on the warmup grid's model");
   std::vector<std::string> placements{"post", "pre"};
   int reps = 5, adam_steps = 10;
   double tolerance = 1e-3;
-  const CLI::Validator placement(
-      [](std::string& name) {
-        try {
-          nn::parse_placement(name);
-          return std::string();
-        } catch (const Error& e) {
-          return std::string(e.what());
-        }
-      },
-      "PLACEMENT");
-  app.add_option("--placements", placements, "placements to measure")
-      ->delimiter(',')
-      ->check(placement)
-      ->capture_default_str();
-  app.add_option("--reps", reps, "repetitions of the timed gradient and hvp (the median is reported)")
-      ->check(gs::experiments::positive)
-      ->capture_default_str();
-  app.add_option("--tolerance", tolerance, "Lanczos's tolerance: residual <= tolerance * |lambda|")
-      ->check(CLI::Range(1e-12, 0.5))
-      ->capture_default_str();
-  app.add_option("--adam-steps", adam_steps, "Adam steps before the preconditioned lambda_max")
-      ->check(gs::experiments::positive)
-      ->capture_default_str();
-  gs::experiments::finish_cli(app);
-  CLI11_PARSE(app, argc, argv);
-  openblas_set_num_threads(1);
-
-  experiments::MarkovCorpusOptions mo;  // the warmup grid's corpus: vocab 16, order 2, concentration 0.05
-  mo.train_tokens = 1 << 14;
-  mo.validation_tokens = 1 << 10;
-  const experiments::Corpus corpus = experiments::markov_corpus(mo, 16);
-  std::mt19937_64 rng(0);
-  const nn::Batch batch = corpus.data.batch(nn::Split::train, 16, 16, rng);
-  std::printf("curvature: vocab 16, 6 layers, d_model 32, 2 heads, d_ff 128; one batch of 16 x 16 Markov tokens; "
-              "one thread\n\n");
-  for (const std::string& p : placements) run(p, batch, reps, tolerance, adam_steps);
-  return 0;
+  experiments::add_flag(ex.app, "--placements", placements, "placements to measure (comma-separated)");
+  experiments::add_flag(ex.app, "--reps", reps, "repetitions of the timed gradient and hvp (the median is reported)");
+  experiments::add_flag(ex.app, "--tolerance", tolerance, "Lanczos's tolerance: residual <= tolerance * |lambda|");
+  experiments::add_flag(ex.app, "--adam-steps", adam_steps, "Adam steps before the preconditioned lambda_max");
+  return ex.main(argc, argv, [&] {
+    openblas_set_num_threads(1);
+    experiments::MarkovCorpusOptions mo;  // the warmup grid's corpus: vocab 16, order 2, concentration 0.05
+    mo.train_tokens = 1 << 14;
+    mo.validation_tokens = 1 << 10;
+    const experiments::Corpus corpus = experiments::markov_corpus(mo, 16);
+    std::mt19937_64 rng(0);
+    const nn::Batch batch = corpus.data.batch(nn::Split::train, 16, 16, rng);
+    std::printf("curvature: vocab 16, 6 layers, d_model 32, 2 heads, d_ff 128; one batch of 16 x 16 Markov tokens; "
+                "one thread\n\n");
+    for (const std::string& p : placements) run(p, batch, reps, tolerance, adam_steps);
+  });
 }

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/engine.hpp"
-#include "experiments/common/cli.hpp"
+#include "experiments/common/harness.hpp"
 
 using namespace gs;
 using Clock = std::chrono::steady_clock;
@@ -22,19 +22,9 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using experiments::seconds_since;
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"The tape's per-op overhead: a chain of scalar ops, forward and backward, against plain xtensor"};
-  int chain = 10000, reps = 30;
-  app.add_option("--chain", chain, "ops in the chain")->check(gs::experiments::positive)->capture_default_str();
-  app.add_option("--reps", reps, "repetitions (the median is reported)")
-      ->check(gs::experiments::positive)
-      ->capture_default_str();
-  gs::experiments::finish_cli(app);
-  CLI11_PARSE(app, argc, argv);
+void run(int chain, int reps) {
   // The chain alternates y = tanh(y * c + c): three ops per link, each on a 1-element array.
   const int links = chain / 3;
   const int ops = 3 * links;
@@ -97,5 +87,15 @@ int main(int argc, char** argv) {
   std::printf("  ratio forward / plain          %6.2fx\n", f / p);
   std::printf("  ratio (forward+backward) / plain %4.2fx\n", (f + b) / p);
   std::printf("(checksum %g)\n", sink);
-  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  experiments::Experiment ex("bench_engine_overhead",
+                             "The tape's per-op overhead: a chain of scalar ops, forward and backward, against plain xtensor");
+  int chain = 10000, reps = 30;
+  experiments::add_flag(ex.app, "--chain", chain, "ops in the chain");
+  experiments::add_flag(ex.app, "--reps", reps, "repetitions (the median is reported)");
+  return ex.main(argc, argv, [&] { run(chain, reps); });
 }

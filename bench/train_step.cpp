@@ -1,7 +1,7 @@
 // One training step of TransformerLM against its GEMM floor, one thread, in one run.
 //
-// The step (forward, backward, and an AdamW update) is timed as a whole. While one step runs, the
-// engine logs the shape of every matrix product it makes; those same products are then timed alone
+// The step (forward, backward, and an AdamW update) is timed as a whole. While one step runs, a log
+// here records the shape of every matrix product the engine makes; those same products are then timed alone
 // through cblas_dgemm on preallocated buffers: the floor that no implementation of this step can beat.
 // The ratio step / floor says how much time goes elsewhere (elementwise ops, copies, the tape).
 // Times are the CPU time of the benchmark's thread (one thread: OpenBLAS is set to one), median of
@@ -13,6 +13,8 @@
 // gradients and AdamW's two moments.
 //
 //   build/bin/bench_train_step [--reps 10] [--size small | large | both, default both]
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <atomic>
 #include <ctime>
@@ -27,11 +29,9 @@
 #include <cblas.h>
 
 #include "engine/engine.hpp"
-#include "experiments/common/cli.hpp"
+#include "experiments/common/harness.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
-
-extern "C" void openblas_set_num_threads(int);
 
 // ---- a counting allocator: every malloc family call of the process goes through these ----
 // Each wrapper calls glibc's own allocator and adds the chunk's usable size to `live`; `peak` is the
@@ -102,6 +102,43 @@ using namespace gs;
 
 namespace {
 
+// The CPU time of this thread, in seconds: unlike wall time it does not count the time the thread
+// waits while other processes have the core, so the ratios hold up on a busy machine.
+double cpu_now() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// ---- the gemm log: every matrix product of the process passes through cblas_dgemm below ----
+// The engine calls cblas_dgemm for every matrix product. The definition below, in this executable,
+// takes those calls before OpenBLAS does (the executable's own symbols come first); while a log is
+// set it records each product's shape and CPU time, and it hands every call on to OpenBLAS's
+// cblas_dgemm, found with dlsym(RTLD_NEXT). The log reads the clock twice per gemm.
+struct GemmShape {
+  bool transpose_a, transpose_b;
+  int n, m, k;           // op(a) is (n, k), op(b) is (k, m)
+  double seconds = 0.0;  // the CPU time this gemm took inside the step
+};
+thread_local std::vector<GemmShape>* gemm_log = nullptr;
+void set_gemm_log(std::vector<GemmShape>* log) { gemm_log = log; }
+
+}  // namespace
+
+extern "C" void cblas_dgemm(OPENBLAS_CONST enum CBLAS_ORDER order, OPENBLAS_CONST enum CBLAS_TRANSPOSE ta,
+                            OPENBLAS_CONST enum CBLAS_TRANSPOSE tb, OPENBLAS_CONST blasint n, OPENBLAS_CONST blasint m,
+                            OPENBLAS_CONST blasint k, OPENBLAS_CONST double alpha, OPENBLAS_CONST double* a,
+                            OPENBLAS_CONST blasint lda, OPENBLAS_CONST double* b, OPENBLAS_CONST blasint ldb,
+                            OPENBLAS_CONST double beta, double* c, OPENBLAS_CONST blasint ldc) {
+  using Dgemm = decltype(&cblas_dgemm);
+  static const Dgemm openblas = reinterpret_cast<Dgemm>(dlsym(RTLD_NEXT, "cblas_dgemm"));
+  const double start = gemm_log ? cpu_now() : 0.0;
+  openblas(order, ta, tb, n, m, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (gemm_log) gemm_log->push_back({ta == CblasTrans, tb == CblasTrans, n, m, k, cpu_now() - start});
+}
+
+namespace {
+
 struct Size {
   std::size_t batch, seq, d_model, heads, layers, vocab;
 };
@@ -109,14 +146,6 @@ struct Size {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-// The CPU time of this thread, in seconds: unlike wall time it does not count the time the thread
-// waits while other processes have the core, so the ratios hold up on a busy machine.
-double cpu_now() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 IndexArray random_ids(std::size_t batch, std::size_t seq, std::size_t vocab, std::mt19937_64& rng) {
@@ -223,22 +252,15 @@ void run(const Size& s, int reps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"One training step of TransformerLM against its GEMM floor, and its peak memory"};
+  experiments::Experiment ex("bench_train_step", "One training step of TransformerLM against its GEMM floor, and its peak memory");
   int reps = 10;
   std::string which = "both";
-  app.add_option("--reps", reps, "timed steps per size (the median is reported)")
-      ->check(gs::experiments::positive)
-      ->capture_default_str();
-  app.add_option("--size", which, "small (B=16 T=32 d=64), large (B=8 T=128 d=128) or both")
-      ->check(CLI::IsMember({"small", "large", "both"}))
-      ->capture_default_str();
-  gs::experiments::finish_cli(app);
-  CLI11_PARSE(app, argc, argv);
-
-  openblas_set_num_threads(1);
-  std::printf("One training step of TransformerLM against the same matrix products alone, one thread.\n\n");
-  // The larger size first, so that the smaller one's memory is not part of its heap.
-  if (which == "large" || which == "both") run({8, 128, 128, 4, 6, 96}, reps);
-  if (which == "small" || which == "both") run({16, 32, 64, 4, 6, 64}, reps);
-  return 0;
+  experiments::add_flag(ex.app, "--reps", reps, "timed steps per size (the median is reported)");
+  experiments::add_flag(ex.app, "--size", which, "small (B=16 T=32 d=64), large (B=8 T=128 d=128) or both");
+  return ex.main(argc, argv, [&] {
+    std::printf("One training step of TransformerLM against the same matrix products alone, one thread.\n\n");
+    // The larger size first, so that the smaller one's memory is not part of its heap.
+    if (which == "large" || which == "both") run({8, 128, 128, 4, 6, 96}, reps);
+    if (which == "small" || which == "both") run({16, 32, 64, 4, 6, 64}, reps);
+  });
 }

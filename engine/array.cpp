@@ -2,28 +2,7 @@
 
 #include <cstdio>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 namespace gs {
-namespace {
-
-// Every training step allocates the tape's arrays (megabytes each) and frees them all at the next
-// Tape::reset(). By default glibc hands such blocks back to the kernel when they are freed (munmap,
-// or trimming the top of the heap) and the next step faults every page back in, zeroed: at B=8
-// T=128 d=128 that was a third of the step (docs/performance.md). These two settings keep freed
-// blocks of up to 32 MB in the heap for reuse; the price is that the process keeps its peak heap.
-// Set once per process, when the engine library is loaded.
-[[maybe_unused]] const bool heap_reuse = [] {
-#if defined(__GLIBC__)
-  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);  // blocks below 32 MB come from the heap, not mmap
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);           // do not shrink the heap until 1 GB lies free on top
-#endif
-  return true;
-}();
-
-}  // namespace
 
 std::string shape_str(const Shape& shape) {
   std::string s = "(";

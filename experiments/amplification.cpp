@@ -38,14 +38,12 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <map>
 
 #include "engine/engine.hpp"
-#include "experiments/common/graph.hpp"
-#include "experiments/common/options.hpp"
+#include "experiments/common/harness.hpp"
 #include "experiments/common/probe.hpp"
 #include "experiments/common/report.hpp"
-#include "experiments/common/run.hpp"
+#include "experiments/common/stream_split.hpp"
 #include "nn/init.hpp"
 #include "nn/transformer_lm.hpp"
 
@@ -53,13 +51,6 @@ using namespace gs;
 using namespace gs::experiments;
 
 namespace {
-
-struct AmplificationOptions {
-  std::vector<std::string> placements = all_placements();
-  std::vector<std::size_t> depths = {2, 4, 8, 16, 32};
-  double eps = 1e-6;
-  std::size_t batches = 1;
-};
 
 // The measurements: (perturbation, output) pairs, index = 2 * perturbation + output.
 constexpr std::size_t random_all = 0, random_branch = 1, adam = 2, n_perturbations = 3;
@@ -81,9 +72,7 @@ std::string measure_name(std::size_t m) {
   return name;
 }
 
-using Amplification = std::array<double, n_measures>;      // one model: A for each measure
-using Key = std::pair<std::string, std::size_t>;           // (placement, layers)
-using Results = std::map<Key, std::vector<Amplification>>;  // one entry per seed
+using Amplification = std::array<double, n_measures>;  // one model: A for each measure
 
 // ---- one model ----
 
@@ -111,8 +100,6 @@ double rms_diff(const Array& a, const Array& b) {
   for (std::size_t i = 0; i < a.size(); ++i) ss += (a.flat(i) - b.flat(i)) * (a.flat(i) - b.flat(i));
   return std::sqrt(ss / static_cast<double>(a.size()));
 }
-
-double rms(const Array& w) { return norm(w) / std::sqrt(static_cast<double>(w.size())); }
 
 bool is_branch_weight(const std::string& name) {
   const std::string g = block_group(name);
@@ -149,14 +136,14 @@ void restore(const std::vector<nn::NamedParameter>& params, const std::vector<Ar
 }
 
 // A for each measure, averaged over the batches, for one model at init.
-Amplification measure(const nn::ModelConfig& config, const MarkovBatches& data, const AmplificationOptions& ao) {
+Record measure(const nn::ModelConfig& config, const MarkovBatches& data, double eps, std::size_t batches) {
   nn::TransformerLM model(config);
   const std::vector<nn::NamedParameter> params = model.named_parameters();
   std::vector<Array> saved;
   for (const nn::NamedParameter& p : params) saved.push_back(p.parameter.value());
   Tape& tape = Tape::current();
   Amplification sum{};
-  for (std::size_t j = 0; j < ao.batches; ++j) {
+  for (std::size_t j = 0; j < batches; ++j) {
     const nn::Batch batch = data.batch(j);
     // F(W) and dL/dW on this batch.
     tape.reset();
@@ -170,76 +157,47 @@ Amplification measure(const nn::ModelConfig& config, const MarkovBatches& data, 
     const std::mt19937_64 rng(seq);  // the same Z for random_all and random_branch
     for (std::size_t p = 0; p < n_perturbations; ++p) {
       if (p == adam)
-        perturb_adam(params, ao.eps);
+        perturb_adam(params, eps);
       else
-        perturb_random(params, ao.eps, p == random_branch, rng);
+        perturb_random(params, eps, p == random_branch, rng);
       const Outputs moved = forward(model, batch);
       restore(params, saved);
       for (std::size_t o = 0; o < n_outputs; ++o)
-        sum[index_of(p, o)] += rms_diff(moved[o], base[o]) / ao.eps;
+        sum[index_of(p, o)] += rms_diff(moved[o], base[o]) / eps;
     }
   }
-  for (double& a : sum) a /= static_cast<double>(ao.batches);
-  return sum;
-}
-
-Results run_all(const ModelOptions& mo, const RunOptions& ro, const AmplificationOptions& ao) {
-  std::size_t units = 0;
-  for (std::size_t L : ao.depths) units += L * ao.placements.size() * ro.seeds;
-  StatusLine status("amplification", units);
-  Results results;
-  for (std::size_t i = 0; i < ro.seeds; ++i) {
-    const unsigned seed = mo.seed + static_cast<unsigned>(i);
-    const MarkovBatches data(mo.vocab, mo.batch, mo.seq, seed);
-    for (const std::string& placement : ao.placements)
-      for (std::size_t L : ao.depths) {
-        ModelOptions o = mo;
-        o.placement = placement;
-        o.layers = L;
-        o.seed = seed;
-        results[{placement, L}].push_back(measure(o.config(), data, ao));
-        status.advance(L, placement + " L=" + std::to_string(L) + " seed " + std::to_string(seed));
-      }
-  }
-  status.finish();
-  return results;
+  Record r;
+  for (std::size_t m = 0; m < n_measures; ++m) r.set(measure_name(m), sum[m] / static_cast<double>(batches));
+  return r;
 }
 
 // ---- the report ----
 
-std::vector<double> values(const Results& r, const std::string& p, std::size_t L, std::size_t m) {
-  std::vector<double> v;
-  for (const Amplification& a : r.at({p, L})) v.push_back(a[m]);
-  return v;
-}
-
-// Per seed: the slope of log A on log L over the depths from index `from` on.
-std::vector<double> slopes(const Results& r, const std::string& p, const std::vector<std::size_t>& depths,
-                           std::size_t m, std::size_t from) {
-  std::vector<double> x, out;
-  for (std::size_t i = from; i < depths.size(); ++i) x.push_back(static_cast<double>(depths[i]));
-  const std::size_t seeds = r.at({p, depths[0]}).size();
-  for (std::size_t s = 0; s < seeds; ++s) {
-    std::vector<double> y;
-    for (std::size_t i = from; i < depths.size(); ++i) y.push_back(values(r, p, depths[i], m).at(s));
-    out.push_back(loglog_fit(x, y).slope);
+// What the report reads: the measurements, the placements and the depths.
+struct Scan {
+  const Results& results;
+  const std::vector<std::string>& placements;
+  const std::vector<std::size_t>& depths;
+  std::size_t seeds;
+  // A of measure m for every seed at (p, L).
+  std::vector<double> values(const std::string& p, std::size_t L, std::size_t m) const {
+    std::vector<double> v;
+    for (const Record* r : results.where({{"placement", p}, {"layers", std::to_string(L)}}))
+      v.push_back(r->get(measure_name(m)));
+    return v;
   }
-  return out;
-}
+  // Per seed: the slope of log A on log L over the depths from index `from` on.
+  std::vector<double> slopes(const std::string& p, std::size_t m, std::size_t from) const {
+    return depth_slopes(depths, from, seeds, [&](std::size_t L, std::size_t s) { return values(p, L, m).at(s); });
+  }
+};
 
 // Per seed: A at the deepest L over A at the shallowest.
-std::vector<double> growth(const Results& r, const std::string& p, const std::vector<std::size_t>& depths,
-                           std::size_t m) {
-  const std::vector<double> first = values(r, p, depths.front(), m), last = values(r, p, depths.back(), m);
+std::vector<double> growth(const Scan& s, const std::string& p, std::size_t m) {
+  const std::vector<double> first = s.values(p, s.depths.front(), m), last = s.values(p, s.depths.back(), m);
   std::vector<double> out;
-  for (std::size_t s = 0; s < first.size(); ++s) out.push_back(last[s] / first[s]);
+  for (std::size_t i = 0; i < first.size(); ++i) out.push_back(last[i] / first[i]);
   return out;
-}
-
-std::string stat_cell(const std::vector<double>& v) {
-  for (double x : v)
-    if (!std::isfinite(x)) return "n/a (A = 0)";
-  return fmt(stat_of(v), 3);
 }
 
 // What the papers predict for A(L_max) / A(L_min), Liu et al.'s variance laws read as RMS ratios:
@@ -254,8 +212,8 @@ std::string predictions(const std::vector<std::size_t>& d) {
 }
 
 // Rows: placement x output; columns: each depth, slopes (all depths; the last two), growth.
-Table perturbation_table(const Results& r, const AmplificationOptions& ao, std::size_t pert) {
-  const std::vector<std::size_t>& d = ao.depths;
+Table perturbation_table(const Scan& s, std::size_t pert) {
+  const std::vector<std::size_t>& d = s.depths;
   const std::size_t n = d.size();
   std::vector<std::string> columns = {"placement", "output"};
   for (std::size_t L : d) columns.push_back("L=" + std::to_string(L));
@@ -263,78 +221,69 @@ Table perturbation_table(const Results& r, const AmplificationOptions& ao, std::
   columns.push_back("slope " + std::to_string(d[n - 2]) + ".." + std::to_string(d[n - 1]));
   columns.push_back("A(" + std::to_string(d[n - 1]) + ")/A(" + std::to_string(d[0]) + ")");
   Table t(columns);
-  for (const std::string& p : ao.placements)
+  for (const std::string& p : s.placements)
     for (std::size_t o = 0; o < n_outputs; ++o) {
       const std::size_t m = index_of(pert, o);
       std::vector<std::string> row = {p, output_names[o]};
-      for (std::size_t L : d) row.push_back(fmt(stat_of(values(r, p, L, m)), 3));
-      row.push_back(stat_cell(slopes(r, p, d, m, 0)));
-      row.push_back(stat_cell(slopes(r, p, d, m, n - 2)));
-      row.push_back(stat_cell(growth(r, p, d, m)));
+      for (std::size_t L : d) row.push_back(fmt(stat_of(s.values(p, L, m)), 3));
+      row.push_back(finite_cell(s.slopes(p, m, 0), "n/a (A = 0)"));
+      row.push_back(finite_cell(s.slopes(p, m, n - 2), "n/a (A = 0)"));
+      row.push_back(finite_cell(growth(s, p, m), "n/a (A = 0)"));
       t.add_row(row);
     }
   return t;
 }
 
 // Long form, one row per seed.
-Table results_csv(const Results& r, const AmplificationOptions& ao, unsigned first_seed) {
+Table results_csv(const Scan& s, unsigned first_seed) {
   std::vector<std::string> columns = {"placement", "layers", "seed"};
   for (std::size_t m = 0; m < n_measures; ++m) columns.push_back(measure_name(m));
   Table t(columns);
-  for (const std::string& p : ao.placements)
-    for (std::size_t L : ao.depths) {
-      const std::vector<Amplification>& runs = r.at({p, L});
-      for (std::size_t s = 0; s < runs.size(); ++s) {
-        std::vector<std::string> row = {p, std::to_string(L), std::to_string(first_seed + s)};
-        for (double a : runs[s]) row.push_back(fmt(a, 10));
+  for (const std::string& p : s.placements)
+    for (std::size_t L : s.depths)
+      for (std::size_t i = 0; i < s.seeds; ++i) {
+        std::vector<std::string> row = {p, std::to_string(L), std::to_string(first_seed + i)};
+        for (std::size_t m = 0; m < n_measures; ++m) row.push_back(fmt(s.values(p, L, m).at(i), 10));
         t.add_row(row);
       }
-    }
   return t;
 }
 
-Table slopes_csv(const Results& r, const AmplificationOptions& ao) {
+Table slopes_csv(const Scan& s) {
   Table t({"placement", "measure", "depths", "slope_mean", "slope_std", "n"});
-  const std::size_t n = ao.depths.size();
-  for (const std::string& p : ao.placements)
+  const std::size_t n = s.depths.size();
+  for (const std::string& p : s.placements)
     for (std::size_t m = 0; m < n_measures; ++m)
       for (std::size_t from : {std::size_t{0}, n - 2}) {
-        std::string depths;
-        for (std::size_t i = from; i < n; ++i) {
-          if (i > from) depths += ' ';
-          depths += std::to_string(ao.depths[i]);
-        }
-        const Stat s = stat_of(slopes(r, p, ao.depths, m, from));
-        t.add_row({p, measure_name(m), depths, fmt(s.mean, 10), fmt(s.std, 10), std::to_string(s.n)});
+        const Stat st = stat_of(s.slopes(p, m, from));
+        t.add_row({p, measure_name(m), depths_text(s.depths, from), fmt(st.mean, 10), fmt(st.std, 10),
+                   std::to_string(st.n)});
       }
   return t;
 }
 
 // Log-log: A vs L, one line per placement, plus guides through post's first point (A ~ L^(1/2), Liu et
 // al.'s Var O(L)) and through pre's first point (A ~ (ln L)^(1/2), Var O(log L)).
-void draw_measure(const Results& r, const AmplificationOptions& ao, std::size_t m, const std::string& dir) {
+void draw_measure(const Scan& s, std::size_t m, const std::string& dir) {
   Plot plot{measure_name(m), "layers L", "A = RMS(F(W + delta) - F(W)) / eps", true, true, {}};
   std::vector<double> x;
-  for (std::size_t L : ao.depths) x.push_back(static_cast<double>(L));
-  std::string skipped;
-  for (const std::string& p : ao.placements) {
-    Series s{p, x, {}, {}};
-    for (std::size_t L : ao.depths) {
-      const Stat st = stat_of(values(r, p, L, m));
-      s.y.push_back(st.mean);
-      s.err.push_back(st.std);
+  for (std::size_t L : s.depths) x.push_back(static_cast<double>(L));
+  for (const std::string& p : s.placements) {
+    Series line{p, x, {}, {}};
+    for (std::size_t L : s.depths) {
+      line.y.push_back(stat_of(s.values(p, L, m)).mean);
+      line.err.push_back(stat_of(s.values(p, L, m)).std);
     }
-    if (std::all_of(s.y.begin(), s.y.end(), [](double y) { return y > 0.0; }))
-      plot.series.push_back(s);
-    else
-      skipped += skipped.empty() ? p : ", " + p;
+    plot.series.push_back(line);
   }
+  const std::string skipped = drop_nonpositive(plot.series);
   std::vector<Series> guides;
-  for (const Series& s : plot.series) {
-    const bool post = s.title == "post";
-    if ((!post && s.title != "pre") || (!post && !(x[0] > 1.0))) continue;
+  for (const Series& line : plot.series) {
+    const bool post = line.title == "post";
+    if ((!post && line.title != "pre") || (!post && !(x[0] > 1.0))) continue;
     Series g{post ? "guide: L^(1/2)" : "guide: (ln L)^(1/2)", x, {}, {}};
-    for (double L : x) g.y.push_back(s.y[0] * (post ? std::sqrt(L / x[0]) : std::sqrt(std::log(L) / std::log(x[0]))));
+    for (double L : x)
+      g.y.push_back(line.y[0] * (post ? std::sqrt(L / x[0]) : std::sqrt(std::log(L) / std::log(x[0]))));
     guides.push_back(g);
   }
   plot.series.insert(plot.series.end(), guides.begin(), guides.end());
@@ -342,22 +291,20 @@ void draw_measure(const Results& r, const AmplificationOptions& ao, std::size_t 
   draw(plot, dir, measure_name(m));
 }
 
-void report(const Results& r, const ModelOptions& mo, const RunOptions& ro, const AmplificationOptions& ao) {
+void report(const Scan& s, unsigned first_seed, double eps, std::size_t batches, const std::filesystem::path& dir) {
   std::printf("\nA = RMS(F(W + delta) - F(W)) / eps at init, eps = %g, mean over %zu batch(es) per seed, mean ± std "
               "over %zu seeds; slopes of log A on log L and ratios fitted per seed. F: logits (B, T, V), or stream = "
               "the last block's output (B, T, C).\n%s\n",
-              ao.eps, ao.batches, ro.seeds, predictions(ao.depths).c_str());
+              eps, batches, s.seeds, predictions(s.depths).c_str());
   for (std::size_t p = 0; p < n_perturbations; ++p)
-    std::printf("\n%s\n%s", perturbation_titles[p],
-                perturbation_table(r, ao, p).to_text().c_str());
+    std::printf("\n%s\n%s", perturbation_titles[p], perturbation_table(s, p).to_text().c_str());
 
-  const std::filesystem::path dir = ro.out;
   std::filesystem::create_directories(dir);
-  results_csv(r, ao, mo.seed).write_csv(dir / "amplification.csv");
-  slopes_csv(r, ao).write_csv(dir / "slopes.csv");
+  results_csv(s, first_seed).write_csv(dir / "amplification.csv");
+  slopes_csv(s).write_csv(dir / "slopes.csv");
   for (std::size_t p = 0; p < n_perturbations; ++p)
-    perturbation_table(r, ao, p).write_csv(dir / (std::string(perturbation_names[p]) + ".csv"));
-  for (std::size_t m = 0; m < n_measures; ++m) draw_measure(r, ao, m, dir.string());
+    perturbation_table(s, p).write_csv(dir / (std::string(perturbation_names[p]) + ".csv"));
+  for (std::size_t m = 0; m < n_measures; ++m) draw_measure(s, m, dir.string());
   std::printf("\nwrote %s/: amplification.csv (every seed), slopes.csv, {random_all,random_branch,adam}.csv (the "
               "tables), and the plots {random_all,random_branch,adam}_{logits,stream} (.png, .svg)\n",
               dir.string().c_str());
@@ -366,64 +313,42 @@ void report(const Results& r, const ModelOptions& mo, const RunOptions& ro, cons
 }  // namespace
 
 int main(int argc, char** argv) {
-  setup_process();
-  CLI::App app{"How far the output of a model at init moves under a small perturbation of its parameters, vs depth "
-               "and placement (Liu et al. 2020's amplification effect)."};
-  ModelOptions mo;
-  add_model_options(app, mo);
-  RunOptions ro;
-  ro.out = "out/amplification";
-  add_run_options(app, ro);
-  AmplificationOptions ao;
-  app.add_option("--placements", ao.placements, "placements to measure (comma-separated)")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"post", "pre", "peri", "sandwich", "deepnorm", "rezero"}))
-      ->capture_default_str();
-  app.add_option("--depths", ao.depths, "depths L to measure (comma-separated, at least two)")
-      ->delimiter(',')
-      ->check(experiments::positive)
-      ->capture_default_str();
-  app.add_option("--eps", ao.eps, "perturbation size: eps * rms(W) * N(0,1), and -eps * sign(dL/dW)")
-      ->check(experiments::positive)
-      ->capture_default_str();
-  app.add_option("--batches", ao.batches, "batches per seed the amplification is averaged over")
-      ->check(experiments::positive)
-      ->capture_default_str();
-  app.get_option("--layers")->description("depth of the --dump model (the measurements use --depths)");
-  app.get_option("--seed")->description("the first seed: every measurement is repeated for seeds --seed .. --seed + --seeds - 1 (model init and data)");
-  app.get_option("--placement")->description("placement of the --dump model (the measurements use --placements)");
-  app.get_option("--dump")->description(
-      "write the unperturbed model of --placement, --layers and --seed at init, with its gradients on that seed's "
-      "first batch (whose signs give the adam perturbation), to this directory");
-  std::string graph;
-  add_graph_option(app, graph);
-  finish_cli(app);
-  CLI11_PARSE(app, argc, argv);
-
-  std::sort(ao.depths.begin(), ao.depths.end());
-  ao.depths.erase(std::unique(ao.depths.begin(), ao.depths.end()), ao.depths.end());
-  if (ao.depths.size() < 2) {
-    std::fprintf(stderr, "amplification: error: --depths needs at least two different depths to fit a slope\n");
-    return 1;
-  }
-  try {
-    if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
-      write_model_graph(graph, mo);
-      return 0;
-    }
+  Experiment ex("amplification", "How far the output of a model at init moves under a small perturbation of its "
+                "parameters, vs depth and placement (Liu et al. 2020's amplification effect).", "out/amplification");
+  std::vector<std::size_t> depths = {2, 4, 8, 16, 32};
+  double eps = 1e-6;
+  std::size_t batches = 1;
+  add_flag(ex.app, "--depths", depths, "depths L to measure (comma-separated, at least two)");
+  add_flag(ex.app, "--eps", eps, "perturbation size: eps * rms(W) * N(0,1), and -eps * sign(dL/dW)");
+  add_flag(ex.app, "--batches", batches, "batches per seed the amplification is averaged over");
+  describe(ex.app, "--layers", "depth of the --dump model (the measurements use --depths)");
+  describe(ex.app, "--dump", "write the unperturbed model of --placement, --layers and --seed at init, "
+                                           "with its gradients on that seed's first batch (whose signs give the adam "
+                                           "perturbation), to this directory");
+  return ex.main(argc, argv, [&] {
+    const ModelOptions& mo = ex.model;
+    sort_unique(depths);
+    if (depths.size() < 2) throw FlagError("--depths needs at least two different depths to fit a slope");
+    nn::ModelConfig largest = mo.config();
+    largest.layers = depths.back();
+    ex.check_memory(largest, 1, false, ex.placements.size() * depths.size() * ex.seeds, 0.0);
     std::printf("amplification: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; %zu Markov batch(es) of %zu x "
                 "%zu per seed; seeds %u..%zu\n",
-                mo.vocab, mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), ao.batches, mo.batch, mo.seq,
-                mo.seed, mo.seed + ro.seeds - 1);
-    const Results results = run_all(mo, ro, ao);
-    report(results, mo, ro, ao);
-    if (!ro.dump.empty()) {
-      nn::TransformerLM model(mo.config());
-      dump_model(ro.dump, model, mo.batch, mo.seq, mo.seed);
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "amplification: error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+                mo.vocab, mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), batches, mo.batch, mo.seq, mo.seed,
+                mo.seed + ex.seeds - 1);
+    std::vector<MarkovBatches> data;  // per seed
+    for (unsigned seed : ex.seed_list()) data.emplace_back(mo.vocab, mo.batch, mo.seq, seed);
+    Grid grid;
+    grid.axis("placement", ex.placements).axis("layers", labels(depths)).axis("seed", labels(ex.seed_list()));
+    const auto results = ex.run_cells(
+        grid, "layers", [&](const Cell& c) { return depths[c["layers"]]; },
+        [&](const Cell& c, Tick&) {
+          ModelOptions o = mo;
+          o.placement = ex.placements[c["placement"]];
+          o.layers = depths[c["layers"]];
+          o.seed = ex.seed_list()[c["seed"]];
+          return measure(o.config(), data[c["seed"]], eps, batches);
+        });
+    if (results) report(Scan{*results, ex.placements, depths, ex.seeds}, mo.seed, eps, batches, ex.out);
+  });
 }

@@ -33,26 +33,22 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <mutex>
 
 #include "engine/engine.hpp"
-#include "experiments/common/graph.hpp"
-#include "experiments/common/options.hpp"
+#include "experiments/common/harness.hpp"
 #include "experiments/common/report.hpp"
-#include "experiments/common/run.hpp"
 #include "experiments/common/step_measures.hpp"
+#include "experiments/common/stream_split.hpp"
 #include "experiments/common/training.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
 
 using namespace gs;
 using namespace gs::experiments;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
 struct DynamicsOptions {
-  std::vector<std::string> placements = {"post", "pre"};
   std::vector<std::size_t> warmups = {0, 100};
   double lr = 1e-2;
   std::size_t steps = 300;
@@ -61,7 +57,6 @@ struct DynamicsOptions {
   double clip = 0.0;
   double margin = 0.05;
   std::string text;  // empty: the Markov corpus
-  unsigned jobs = 2;
 };
 
 // ---- one run ----
@@ -78,23 +73,20 @@ struct RunTrace {
   Verdict verdict = Verdict::diverged;
 };
 
-RunTrace run_one(const RunKey& key, unsigned seed, const Corpus& corpus, const ModelOptions& mo,
-                 const DynamicsOptions& o, const std::function<void(const StepRecord&)>& tick) {
-  ModelOptions m = mo;
-  m.placement = key.placement;
+// One run's steps as a record (step_measures.hpp), with "final_loss" and "verdict".
+Record run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const DynamicsOptions& o, Tick& tick) {
   m.vocab = corpus.data.vocab();
-  m.seed = seed;
   nn::TransformerLM model(m.config());
   nn::Adam adam(model.named_parameters(), nn::AdamOptions{0.9, 0.98, 1e-8, 0.0, false});
-  const nn::Schedule schedule{nn::ScheduleKind::warmup, o.lr, key.warmup, o.steps, 0.1};
-  std::mt19937_64 probe_rng = stream(seed, 0, probe_stream);
+  const nn::Schedule schedule{nn::ScheduleKind::warmup, o.lr, warmup, o.steps, 0.1};
+  std::mt19937_64 probe_rng = rng_for(m.seed, 0, RngPurpose::probe);
   const nn::Batch probe = corpus.data.batch(nn::Split::validation, m.batch, m.seq, probe_rng);
   Tape::current().keep_contributions = true;  // for through_ln (this thread's tape)
   Array before = probe_logits(model, probe);
-  RunTrace run;
+  std::vector<StepRecord> steps;
   for (std::size_t step = 0; step < o.steps; ++step) {
     StepRecord r;
-    r.loss = forward_backward(model, training_batch(corpus.data, m.batch, m.seq, seed, step));
+    r.loss = forward_backward(model, training_batch(corpus.data, m.batch, m.seq, m.seed, step));
     if (!std::isfinite(r.loss)) break;
     read_tape(model, r);
     const Update u = apply_update(adam, schedule, step, o.clip);
@@ -103,39 +95,28 @@ RunTrace run_one(const RunKey& key, unsigned seed, const Corpus& corpus, const M
     Array after = probe_logits(model, probe);
     r.output_move = rms(after - before);
     before = std::move(after);
-    tick(r);
-    run.steps.push_back(std::move(r));
+    char what[96];
+    std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f", r.loss, r.lr, r.grad_norm);
+    tick(1, what);
+    steps.push_back(std::move(r));
   }
   Tape::current().keep_contributions = false;
-  if (run.steps.size() == o.steps) run.final_loss = evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, seed);
-  run.verdict = verdict_of(run.final_loss, Thresholds{corpus.uniform, corpus.unigram, o.margin});
-  return run;
+  const double final_loss = steps.size() == o.steps ? evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, m.seed) : NAN;
+  Record record = to_record(steps);
+  record.set("final_loss", final_loss);
+  record.set("verdict", static_cast<double>(verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, o.margin})));
+  return record;
 }
 
 using Runs = std::map<RunKey, std::vector<RunTrace>>;  // one trace per seed
 
-Runs run_all(const Corpus& corpus, const ModelOptions& mo, const DynamicsOptions& o, std::size_t seeds) {
-  std::vector<std::pair<RunKey, unsigned>> specs;
-  for (const std::string& p : o.placements)
-    for (std::size_t w : o.warmups)
-      for (std::size_t s = 0; s < seeds; ++s) specs.push_back({{p, w}, mo.seed + static_cast<unsigned>(s)});
-  std::vector<RunTrace> traces(specs.size());
-  ProgressBar bar(specs.size() * o.steps);
-  std::mutex mutex;
-  std::size_t done = 0;
-  const auto start = Clock::now();
-  auto tick = [&](const StepRecord& r) {
-    std::lock_guard<std::mutex> lock(mutex);
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    ++done;
-    bar.update(done, r.loss, r.lr, r.grad_norm,
-               static_cast<double>(done * mo.batch * mo.seq) / std::max(seconds, 1e-9));
-  };
-  parallel_for(specs.size(), o.jobs,
-               [&](std::size_t i) { traces[i] = run_one(specs[i].first, specs[i].second, corpus, mo, o, tick); });
-  bar.finish();
+// The cells' records as runs, in the order the tables print them.
+Runs runs_of(const Results& results, const std::vector<std::string>& placements, const DynamicsOptions& o) {
   Runs runs;
-  for (std::size_t i = 0; i < specs.size(); ++i) runs[specs[i].first].push_back(std::move(traces[i]));
+  for (const std::string& p : placements)
+    for (std::size_t w : o.warmups)
+      for (const Record* r : results.where({{"placement", p}, {"warmup", std::to_string(w)}}))
+        runs[{p, w}].push_back({steps_of(*r), r->get("final_loss"), static_cast<Verdict>(static_cast<int>(r->get("verdict")))});
   return runs;
 }
 
@@ -210,15 +191,9 @@ std::string over_seeds(const std::vector<RunTrace>& traces, const Measure& m, in
 std::string run_label(const RunKey& k) { return k.placement + ", warmup " + std::to_string(k.warmup); }
 
 std::string verdicts(const std::vector<RunTrace>& traces) {
-  std::map<Verdict, std::size_t> count;
-  for (const RunTrace& t : traces) ++count[t.verdict];
-  std::string text;
-  for (const auto& [v, n] : count) {
-    if (!text.empty()) text += ", ";
-    if (count.size() > 1) text += std::to_string(n) + " ";
-    text += to_string(v);
-  }
-  return text;
+  std::vector<Verdict> v;
+  for (const RunTrace& t : traces) v.push_back(t.verdict);
+  return verdict_text(v);
 }
 
 // A table with a row per run and a column per measure (then the verdicts, if asked); printed, and
@@ -301,7 +276,7 @@ void draw_runs(const Runs& runs, const Field& f, const std::string& title, const
   if (!plot.series.empty()) draw(plot, dir, name);  // e.g. no LN plot when every run is rezero
 }
 
-std::string file_label(const RunKey& k) { return k.placement + "_w" + std::to_string(k.warmup); }
+std::string file_label(const RunKey& k) { return file_part(k.placement) + "_w" + std::to_string(k.warmup); }
 
 // Per run: the gradient norm of every layer, and the input RMS of every LN, against the step.
 void draw_per_run(const RunKey& k, const std::vector<RunTrace>& tr, std::size_t layers,
@@ -384,64 +359,32 @@ void plots(const Runs& runs, const Corpus& corpus, const ModelOptions& mo, const
   for (const auto& [k, tr] : runs) draw_per_run(k, tr, mo.layers, ln_names_of(mo, k.placement), dir);
 }
 
-void add_dynamics_options(CLI::App& app, DynamicsOptions& o) {
-  app.add_option("--placements", o.placements, "placements to train (comma-separated)")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"post", "pre", "peri", "sandwich", "deepnorm", "rezero"}))
-      ->capture_default_str();
-  app.add_option("--warmups", o.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)")
-      ->delimiter(',')
-      ->capture_default_str();
-  app.add_option("--lr", o.lr, "peak learning rate (Adam(0.9, 0.98); constant after the warmup)")
-      ->capture_default_str();
-  app.add_option("--steps", o.steps, "training steps recorded")->check(experiments::positive)->capture_default_str();
-  app.add_option("--early", o.early, "link 1: the max output move is taken over steps 1..early")
-      ->check(experiments::positive)
-      ->capture_default_str();
-  app.add_option("--eval-batches", o.eval_batches, "held-out batches averaged for the final loss")
-      ->check(experiments::positive)
-      ->capture_default_str();
-  app.add_option("--clip", o.clip, "clip the global gradient norm to this (0: no clipping)")->capture_default_str();
-  app.add_option("--margin", o.margin, "verdict margin in nats (as in warmup)")->capture_default_str();
-  app.add_option("--text", o.text, "train on this text file's characters instead of the Markov corpus")
-      ->check(CLI::ExistingFile);
-  app.add_option("--jobs", o.jobs, "runs trained in parallel threads (results do not depend on it)")
-      ->check(experiments::positive)
-      ->capture_default_str();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  setup_process();
-
-  CLI::App app{
-      "Training dynamics of the first steps, per placement, with and without warmup: per-layer gradient "
-      "norms, LN input RMS, LN gradient gain, output move per update, loss; checked link by link against "
-      "Wang et al. 2022's account of the Post-LN failure."};
-  ModelOptions mo = stability_model();
-  add_model_options(app, mo);
-  RunOptions ro;
-  ro.out = "out/dynamics";
-  ro.seeds = 3;
-  add_run_options(app, ro);
+  Experiment ex("dynamics", "Training dynamics of the first steps, per placement, with and without warmup: per-layer "
+                "gradient norms, LN input RMS, LN gradient gain, output move per update, loss; checked link by link "
+                "against Wang et al. 2022's account of the Post-LN failure.", "out/dynamics");
+  ex.model = stability_model();
+  ex.placements = {"post", "pre"};
   DynamicsOptions o;
-  add_dynamics_options(app, o);
-  app.get_option("--placement")->description("the placement of the --dump model (the runs use --placements)");
-  app.get_option("--dump")->description(
-      "write the model of --placement at init (Markov vocab) with its gradients on "
-      "one fresh batch to this directory");
-  std::string graph;
-  add_graph_option(app, graph);
-  finish_cli(app);
-  CLI11_PARSE(app, argc, argv);
-
-  try {
-    if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
-      write_model_graph(graph, mo);
-      return 0;
-    }
-    const auto start = Clock::now();
+  add_flag(ex.app, "--warmups", o.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)");
+  add_flag(ex.app, "--lr", o.lr, "peak learning rate (Adam(0.9, 0.98); constant after the warmup)");
+  add_flag(ex.app, "--steps", o.steps, "training steps recorded");
+  add_flag(ex.app, "--early", o.early, "link 1: the max output move is taken over steps 1..early");
+  add_flag(ex.app, "--eval-batches", o.eval_batches, "held-out batches averaged for the final loss");
+  add_flag(ex.app, "--clip", o.clip, "clip the global gradient norm to this");
+  add_flag(ex.app, "--margin", o.margin, "verdict margin in nats (as in warmup)");
+  add_flag(ex.app, "--text", o.text, "train on this text file's characters instead of the Markov corpus");
+  describe(ex.app, "--placements", "placements to train (comma-separated)");
+  return ex.main(argc, argv, [&] {
+    const auto start = std::chrono::steady_clock::now();
+    const ModelOptions& mo = ex.model;
+    keep_first_of_each(o.warmups);
+    nn::ModelConfig largest = mo.config();
+    largest.vocab = o.text.empty() ? mo.vocab : 256;
+    const std::size_t runs = ex.placements.size() * o.warmups.size() * ex.seeds;
+    ex.check_memory(largest, 2, true, runs, corpus_bytes(mo.vocab, 2, o.text));
     MarkovCorpusOptions co;
     co.vocab = mo.vocab;
     co.seed = mo.seed;
@@ -450,27 +393,28 @@ int main(int argc, char** argv) {
         "dynamics: %s (vocab %zu); layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; Adam(0.9, 0.98), "
         "lr %g, linear warmup then constant, clip %s; %zu steps; seeds %u..%zu\n",
         corpus.name.c_str(), corpus.data.vocab(), mo.layers, mo.d_model, mo.heads, mo.batch, mo.seq, o.lr,
-        o.clip > 0 ? fmt(o.clip).c_str() : "off", o.steps, mo.seed, mo.seed + ro.seeds - 1);
+        o.clip > 0 ? fmt(o.clip).c_str() : "off", o.steps, mo.seed, mo.seed + ex.seeds - 1);
     std::printf(
         "each number: mean ± std over the seeds; 'step t' = the t-th update, 'last N' = mean over the last N steps\n");
     std::fflush(stdout);
-    const Runs runs = run_all(corpus, mo, o, ro.seeds);
-    const std::filesystem::path dir = ro.out;
+    Grid grid;
+    grid.axis("placement", ex.placements).axis("warmup", labels(o.warmups)).axis("seed", labels(ex.seed_list()));
+    const auto results = ex.run_cells(grid, "steps", [&](const Cell&) { return o.steps; }, [&](const Cell& c, Tick& tick) {
+      ModelOptions m = mo;
+      m.placement = ex.placements[c["placement"]];
+      m.seed = ex.seed_list()[c["seed"]];
+      return run_one(m, o.warmups[c["warmup"]], corpus, o, tick);
+    });
+    if (!results) return;
+    const Runs traces = runs_of(*results, ex.placements, o);
+    const std::filesystem::path dir = ex.out;
     std::filesystem::create_directories(dir);
-    link_tables(runs, corpus, o, dir);
-    write_steps_csv(runs, mo, mo.seed, dir);
-    plots(runs, corpus, mo, o, dir);
+    link_tables(traces, corpus, o, dir);
+    write_steps_csv(traces, mo, mo.seed, dir);
+    plots(traces, corpus, mo, o, dir);
     std::printf(
         "\nwrote %s: steps.csv, link{1..4}_*.csv; plots loss, output_move, ln_input_rms, grad_ratio, ln_gain, "
         "grads_<run>, ln_input_<run> (.png, .svg)\ntime: %.1f s\n",
-        dir.string().c_str(), std::chrono::duration<double>(Clock::now() - start).count());
-    if (!ro.dump.empty()) {
-      nn::TransformerLM model(mo.config());
-      dump_model(ro.dump, model, mo.batch, mo.seq, mo.seed);
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dynamics: error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+        dir.string().c_str(), seconds_since(start));
+  });
 }

@@ -23,16 +23,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
-#include <optional>
 #include <set>
 
 #include "engine/engine.hpp"
 #include "experiments/common/graph.hpp"
-#include "experiments/common/options.hpp"
+#include "experiments/common/harness.hpp"
 #include "experiments/common/probe.hpp"
 #include "experiments/common/report.hpp"
-#include "experiments/common/run.hpp"
 #include "nn/transformer_lm.hpp"
 
 using namespace gs;
@@ -40,64 +37,45 @@ using namespace gs::experiments;
 
 namespace {
 
-struct GradflowOptions {
-  std::vector<std::string> placements = all_placements();
-  std::vector<std::size_t> depths = {2, 4, 8, 16, 32};
-};
-
-// What one (placement, depth) gave, one entry per seed.
-struct Runs {
-  std::vector<double> loss;
-  std::vector<GradNorms> norms;
-};
-using Key = std::pair<std::string, std::size_t>;  // (placement, layers)
-
-// One model at init on one batch: its loss, then its gradients grouped (probe.hpp).
-void measure(const nn::ModelConfig& config, const nn::Batch& batch, Runs& into) {
+// One model at init on one batch: its loss, then its gradients grouped (probe.hpp): the record has
+// "loss", "block.<group>" (one value per block) and "model.<group>".
+Record measure(const nn::ModelConfig& config, const nn::Batch& batch) {
   nn::TransformerLM model(config);
   Tape& tape = Tape::current();
   tape.reset();
   model.zero_grad();
   const Var loss = model.loss(batch.inputs, batch.targets);  // scalar: mean over (B, T)
-  into.loss.push_back(loss.value()());
+  Record r;
+  r.set("loss", loss.value()());
   loss.backward();
   tape.reset();
-  into.norms.push_back(grad_norms(model.named_parameters(), config.layers));
+  const GradNorms n = grad_norms(model.named_parameters(), config.layers);
+  for (const auto& block : n.blocks)
+    for (const auto& [group, value] : block) r.push("block." + group, value);
+  for (const auto& [group, value] : n.model) r.set("model." + group, value);
+  return r;
 }
 
-// Every (placement, depth, seed) measurement, depths = --depths and --layers.
-std::map<Key, Runs> run_all(const ModelOptions& mo, const RunOptions& ro, const GradflowOptions& go) {
-  std::set<std::size_t> depths(go.depths.begin(), go.depths.end());
-  depths.insert(mo.layers);
-  std::size_t units = 0;
-  for (std::size_t L : depths) units += L * go.placements.size() * ro.seeds;
-  StatusLine status("gradflow", units);
-  std::map<Key, Runs> runs;
-  for (std::size_t i = 0; i < ro.seeds; ++i) {
-    const unsigned seed = mo.seed + static_cast<unsigned>(i);
-    const nn::Batch batch = MarkovBatches(mo.vocab, mo.batch, mo.seq, seed).batch(0);
-    for (const std::string& placement : go.placements)
-      for (std::size_t L : depths) {
-        ModelOptions o = mo;
-        o.placement = placement;
-        o.layers = L;
-        o.seed = seed;
-        measure(o.config(), batch, runs[{placement, L}]);
-        status.advance(L, placement + " L=" + std::to_string(L) + " seed " + std::to_string(seed));
-      }
+using Runs = std::vector<const Record*>;  // one (placement, depth): a record per seed
+
+// What the report reads: the measurements, the placements and the depths of the scan (b).
+struct Scan {
+  const Results& results;
+  const std::vector<std::string>& placements;
+  const std::vector<std::size_t>& depths;
+  std::size_t seeds;
+  Runs at(const std::string& p, std::size_t L) const {
+    return results.where({{"placement", p}, {"layers", std::to_string(L)}});
   }
-  status.finish();
-  return runs;
-}
+};
 
 // The value of a group for every seed; empty if the placement has no such group. layer -1: model-level.
 std::vector<double> group_values(const Runs& runs, int layer, const std::string& group) {
   std::vector<double> v;
-  for (const GradNorms& n : runs.norms) {
-    const auto& m = layer < 0 ? n.model : n.blocks.at(static_cast<std::size_t>(layer));
-    const auto it = m.find(group);
-    if (it == m.end()) return {};
-    v.push_back(it->second);
+  for (const Record* r : runs) {
+    const std::string name = (layer < 0 ? "model." : "block.") + group;
+    if (!r->has(name)) return {};
+    v.push_back(layer < 0 ? r->get(name) : r->list(name).at(static_cast<std::size_t>(layer)));
   }
   return v;
 }
@@ -106,18 +84,11 @@ std::string cell(const std::vector<double>& values) { return values.empty() ? "-
 
 // ---- (a) the per-layer profile ----
 
-// The groups one placement has, in print order.
-std::vector<std::string> groups_of(const Runs& runs) {
-  std::vector<std::string> groups;
+// Rows: blocks 0..L-1; columns: the groups the placement has (|g|_F, mean ± std over seeds).
+Table profile_table(const Runs& runs, std::size_t layers) {
+  std::vector<std::string> groups, columns = {"block"};
   for (const std::string& g : block_groups())
     if (!group_values(runs, 0, g).empty()) groups.push_back(g);
-  return groups;
-}
-
-// Rows: blocks 0..L-1; columns: the placement's groups (|g|_F, mean ± std over seeds).
-Table profile_table(const Runs& runs, std::size_t layers) {
-  const std::vector<std::string> groups = groups_of(runs);
-  std::vector<std::string> columns = {"block"};
   columns.insert(columns.end(), groups.begin(), groups.end());
   Table t(columns);
   for (std::size_t i = 0; i < layers; ++i) {
@@ -131,13 +102,15 @@ Table profile_table(const Runs& runs, std::size_t layers) {
 const std::vector<std::string> model_groups = {"tok_emb", "pos_emb", "ln_f", "head", "total"};
 
 // Rows: placements; columns: the loss at init and the model-level groups.
-Table model_table(const std::map<Key, Runs>& runs, const GradflowOptions& go, std::size_t layers) {
+Table model_table(const Scan& s, std::size_t layers) {
   std::vector<std::string> columns = {"placement", "loss"};
   columns.insert(columns.end(), model_groups.begin(), model_groups.end());
   Table t(columns);
-  for (const std::string& p : go.placements) {
-    const Runs& r = runs.at({p, layers});
-    std::vector<std::string> row = {p, fmt(stat_of(r.loss), 4)};
+  for (const std::string& p : s.placements) {
+    const Runs r = s.at(p, layers);
+    std::vector<double> loss;
+    for (const Record* x : r) loss.push_back(x->get("loss"));
+    std::vector<std::string> row = {p, fmt(stat_of(loss), 4)};
     for (const std::string& g : model_groups) row.push_back(cell(group_values(r, -1, g)));
     t.add_row(row);
   }
@@ -145,15 +118,15 @@ Table model_table(const std::map<Key, Runs>& runs, const GradflowOptions& go, st
 }
 
 // Long form: placement, layer ("model" for model-level groups), group, mean, std, n.
-Table profile_csv(const std::map<Key, Runs>& runs, const GradflowOptions& go, std::size_t layers) {
+Table profile_csv(const Scan& s, std::size_t layers) {
   Table t({"placement", "layers", "layer", "group", "mean", "std", "n"});
   auto add = [&](const std::string& p, const std::string& layer, const std::string& g, const std::vector<double>& v) {
     if (v.empty()) return;
-    const Stat s = stat_of(v);
-    t.add_row({p, std::to_string(layers), layer, g, fmt(s.mean, 10), fmt(s.std, 10), std::to_string(s.n)});
+    const Stat st = stat_of(v);
+    t.add_row({p, std::to_string(layers), layer, g, fmt(st.mean, 10), fmt(st.std, 10), std::to_string(st.n)});
   };
-  for (const std::string& p : go.placements) {
-    const Runs& r = runs.at({p, layers});
+  for (const std::string& p : s.placements) {
+    const Runs r = s.at(p, layers);
     for (std::size_t i = 0; i < layers; ++i)
       for (const std::string& g : block_groups()) add(p, std::to_string(i), g, group_values(r, static_cast<int>(i), g));
     for (const std::string& g : model_groups) add(p, "model", g, group_values(r, -1, g));
@@ -161,37 +134,22 @@ Table profile_csv(const std::map<Key, Runs>& runs, const GradflowOptions& go, st
   return t;
 }
 
-// A series for a log-scale plot, or nothing if some value is not positive (gnuplot cannot place it).
-std::optional<Series> positive_series(const std::string& title, const std::vector<double>& x,
-                                      const std::vector<Stat>& y) {
-  Series s{title, x, {}, {}};
-  for (const Stat& v : y) {
-    if (!(v.mean > 0.0)) return std::nullopt;
-    s.y.push_back(v.mean);
-    s.err.push_back(v.std);
-  }
-  return s;
-}
-
 // x = block index, y = |g| of `group` (mean over seeds, error bars one std), one line per placement.
-void draw_profile(const std::map<Key, Runs>& runs, const GradflowOptions& go, std::size_t layers,
-                  const std::string& group, const std::string& label, const std::string& dir) {
+void draw_profile(const Scan& s, std::size_t layers, const std::string& group, const std::string& label,
+                  const std::string& dir) {
   Plot plot{"", "block (0 = nearest the input)", label, false, true, {}};
-  std::string skipped;
-  for (const std::string& p : go.placements) {
-    std::vector<double> x;
-    std::vector<Stat> y;
+  for (const std::string& p : s.placements) {
+    Series line{p, {}, {}, {}};
     for (std::size_t i = 0; i < layers; ++i) {
-      const std::vector<double> v = group_values(runs.at({p, layers}), static_cast<int>(i), group);
+      const std::vector<double> v = group_values(s.at(p, layers), static_cast<int>(i), group);
       if (v.empty()) break;
-      x.push_back(static_cast<double>(i));
-      y.push_back(stat_of(v));
+      line.x.push_back(static_cast<double>(i));
+      line.y.push_back(stat_of(v).mean);
+      line.err.push_back(stat_of(v).std);
     }
-    if (auto s = positive_series(p, x, y); s && !x.empty())
-      plot.series.push_back(*s);
-    else
-      skipped += (skipped.empty() ? p : ", " + p);
+    plot.series.push_back(line);
   }
+  const std::string skipped = drop_nonpositive(plot.series);
   plot.title = "gradient norm per block at init, " + std::to_string(layers) + " layers";
   if (!skipped.empty()) plot.title += " (zero, not drawn: " + skipped + ")";
   draw(plot, dir, "profile_" + group);
@@ -200,30 +158,15 @@ void draw_profile(const std::map<Key, Runs>& runs, const GradflowOptions& go, st
 // ---- (b) the depth scan ----
 
 // The last block's |g| of `group` for every seed at depth L.
-std::vector<double> last_block(const std::map<Key, Runs>& runs, const std::string& p, std::size_t L,
-                               const std::string& group) {
-  return group_values(runs.at({p, L}), static_cast<int>(L) - 1, group);
+std::vector<double> last_block(const Scan& s, const std::string& p, std::size_t L, const std::string& group) {
+  return group_values(s.at(p, L), static_cast<int>(L) - 1, group);
 }
 
 // The slope of log|g| on log L, fitted separately for each seed, over the depths from index `from` of
 // --depths on (0: all of them; size - 2: the last two, the local slope at the deep end).
-std::vector<double> slopes(const std::map<Key, Runs>& runs, const std::string& p, const GradflowOptions& go,
-                           const std::string& group, std::size_t seeds, std::size_t from = 0) {
-  const std::vector<std::size_t> depths(go.depths.begin() + static_cast<std::ptrdiff_t>(from), go.depths.end());
-  std::vector<double> x, out;
-  for (std::size_t L : depths) x.push_back(static_cast<double>(L));
-  for (std::size_t s = 0; s < seeds; ++s) {
-    std::vector<double> y;
-    for (std::size_t L : depths) y.push_back(last_block(runs, p, L, group).at(s));
-    out.push_back(loglog_fit(x, y).slope);
-  }
-  return out;
-}
-
-std::string slope_cell(const std::vector<double>& s) {
-  for (double v : s)
-    if (!std::isfinite(v)) return "n/a (a zero norm)";
-  return fmt(stat_of(s), 3);
+std::vector<double> slopes(const Scan& s, const std::string& p, const std::string& group, std::size_t from = 0) {
+  return depth_slopes(s.depths, from, s.seeds,
+                      [&](std::size_t L, std::size_t seed) { return last_block(s, p, L, group).at(seed); });
 }
 
 std::string xiong_prediction(const std::string& p) {
@@ -234,21 +177,20 @@ std::string xiong_prediction(const std::string& p) {
 
 // Rows: placements; columns: L = each depth, then the fitted slopes (all depths; the last two) and
 // Xiong et al.'s.
-Table depth_table(const std::map<Key, Runs>& runs, const GradflowOptions& go, const std::string& group,
-                  std::size_t seeds) {
-  const std::size_t n = go.depths.size();
+Table depth_table(const Scan& s, const std::string& group) {
+  const std::size_t n = s.depths.size();
   std::vector<std::string> columns = {"placement"};
-  for (std::size_t L : go.depths) columns.push_back("L=" + std::to_string(L));
+  for (std::size_t L : s.depths) columns.push_back("L=" + std::to_string(L));
   columns.push_back("slope (all L)");
-  columns.push_back(n >= 2 ? "slope (L=" + std::to_string(go.depths[n - 2]) + ".." + std::to_string(go.depths[n - 1]) + ")"
+  columns.push_back(n >= 2 ? "slope (L=" + std::to_string(s.depths[n - 2]) + ".." + std::to_string(s.depths[n - 1]) + ")"
                            : "slope (last two L)");
   columns.push_back("Xiong et al.");
   Table t(columns);
-  for (const std::string& p : go.placements) {
+  for (const std::string& p : s.placements) {
     std::vector<std::string> row = {p};
-    for (std::size_t L : go.depths) row.push_back(cell(last_block(runs, p, L, group)));
-    row.push_back(n >= 2 ? slope_cell(slopes(runs, p, go, group, seeds)) : "-");
-    row.push_back(n >= 2 ? slope_cell(slopes(runs, p, go, group, seeds, n - 2)) : "-");
+    for (std::size_t L : s.depths) row.push_back(cell(last_block(s, p, L, group)));
+    row.push_back(n >= 2 ? finite_cell(slopes(s, p, group), "n/a (a zero norm)") : "-");
+    row.push_back(n >= 2 ? finite_cell(slopes(s, p, group, n - 2), "n/a (a zero norm)") : "-");
     row.push_back(xiong_prediction(p));
     t.add_row(row);
   }
@@ -256,56 +198,50 @@ Table depth_table(const std::map<Key, Runs>& runs, const GradflowOptions& go, co
 }
 
 // Long form of the scan, one row per seed: placement, depth, seed, loss, fc1, fc2.
-Table depth_csv(const std::map<Key, Runs>& runs, const GradflowOptions& go, unsigned first_seed, std::size_t seeds) {
+Table depth_csv(const Scan& s, unsigned first_seed) {
   Table t({"placement", "layers", "seed", "loss", "last_fc1_grad_norm", "last_fc2_grad_norm"});
-  for (const std::string& p : go.placements)
-    for (std::size_t L : go.depths)
-      for (std::size_t s = 0; s < seeds; ++s)
-        t.add_row({p, std::to_string(L), std::to_string(first_seed + s), fmt(runs.at({p, L}).loss.at(s), 10),
-                   fmt(last_block(runs, p, L, "fc1").at(s), 10), fmt(last_block(runs, p, L, "fc2").at(s), 10)});
+  for (const std::string& p : s.placements)
+    for (std::size_t L : s.depths)
+      for (std::size_t i = 0; i < s.seeds; ++i)
+        t.add_row({p, std::to_string(L), std::to_string(first_seed + i), fmt(s.at(p, L).at(i)->get("loss"), 10),
+                   fmt(last_block(s, p, L, "fc1").at(i), 10), fmt(last_block(s, p, L, "fc2").at(i), 10)});
   return t;
 }
 
-Table slopes_csv(const std::map<Key, Runs>& runs, const GradflowOptions& go, std::size_t seeds) {
+Table slopes_csv(const Scan& s) {
   Table t({"placement", "parameter", "depths", "slope_mean", "slope_std", "n", "xiong_prediction"});
-  const std::size_t n = go.depths.size();
-  for (const std::string& p : go.placements)
+  const std::size_t n = s.depths.size();
+  for (const std::string& p : s.placements)
     for (const char* g : {"fc2", "fc1"})
       for (std::size_t from : {std::size_t{0}, n - 2}) {
-        std::string depths;
-        for (std::size_t i = from; i < n; ++i) {
-          if (i > from) depths += ' ';
-          depths += std::to_string(go.depths[i]);
-        }
-        const Stat s = stat_of(slopes(runs, p, go, g, seeds, from));
-        t.add_row({p, std::string("last block ") + g + ".weight", depths, fmt(s.mean, 10), fmt(s.std, 10),
-                   std::to_string(s.n), xiong_prediction(p)});
+        const Stat st = stat_of(slopes(s, p, g, from));
+        t.add_row({p, std::string("last block ") + g + ".weight", depths_text(s.depths, from), fmt(st.mean, 10),
+                   fmt(st.std, 10), std::to_string(st.n), xiong_prediction(p)});
       }
   return t;
 }
 
 // Log-log: x = depth L, y = the last block's |g| of `group`; one line per placement, plus two guide
 // lines through pre's first point with Xiong et al.'s slopes 0 and -1/2.
-void draw_depth(const std::map<Key, Runs>& runs, const GradflowOptions& go, const std::string& group,
-                const std::string& dir) {
+void draw_depth(const Scan& s, const std::string& group, const std::string& dir) {
   Plot plot{"", "layers L", "|dL/dW| of the last block's " + group + ".weight", true, true, {}};
   std::vector<double> x;
-  for (std::size_t L : go.depths) x.push_back(static_cast<double>(L));
-  std::string skipped;
-  for (const std::string& p : go.placements) {
-    std::vector<Stat> y;
-    for (std::size_t L : go.depths) y.push_back(stat_of(last_block(runs, p, L, group)));
-    if (auto s = positive_series(p, x, y))
-      plot.series.push_back(*s);
-    else
-      skipped += (skipped.empty() ? p : ", " + p);
+  for (std::size_t L : s.depths) x.push_back(static_cast<double>(L));
+  for (const std::string& p : s.placements) {
+    Series line{p, x, {}, {}};
+    for (std::size_t L : s.depths) {
+      line.y.push_back(stat_of(last_block(s, p, L, group)).mean);
+      line.err.push_back(stat_of(last_block(s, p, L, group)).std);
+    }
+    plot.series.push_back(line);
   }
-  for (const Series& s : plot.series)
-    if (s.title == "pre") {
+  const std::string skipped = drop_nonpositive(plot.series);
+  for (const Series& line : plot.series)
+    if (line.title == "pre") {
       Series flat{"guide: slope 0", x, {}, {}}, half{"guide: slope -1/2", x, {}, {}};
       for (double L : x) {
-        flat.y.push_back(s.y[0]);
-        half.y.push_back(s.y[0] * std::pow(L / x[0], -0.5));
+        flat.y.push_back(line.y[0]);
+        half.y.push_back(line.y[0] * std::pow(L / x[0], -0.5));
       }
       plot.series.push_back(flat);
       plot.series.push_back(half);
@@ -316,48 +252,39 @@ void draw_depth(const std::map<Key, Runs>& runs, const GradflowOptions& go, cons
   draw(plot, dir, "depth_" + group);
 }
 
-// Notes on what the numbers are, for placements whose FFN gradients were exactly zero.
-void print_zero_notes(const std::map<Key, Runs>& runs, const GradflowOptions& go) {
-  for (const std::string& p : go.placements) {
-    bool all_zero = true;
-    for (std::size_t L : go.depths)
-      for (double v : last_block(runs, p, L, "fc2")) all_zero = all_zero && v == 0.0;
-    if (all_zero && !go.depths.empty())
+void report(const Scan& s, std::size_t L, unsigned first_seed, const std::string& dir) {
+  std::printf("\n(a) per-layer profile at init, %zu layers: |dL/dW|_F per parameter group (q, k, v, o, fc1, fc2: "
+              "weights; ln: LN gains; rezero: the block's two scalars; block: every parameter of the block)\n",
+              L);
+  for (const std::string& p : s.placements)
+    std::printf("\n%s\n%s", p.c_str(), profile_table(s.at(p, L), L).to_text().c_str());
+  std::printf("\nloss at init and model-level gradient norms, %zu layers\n%s", L, model_table(s, L).to_text().c_str());
+
+  std::printf("\n(b) depth scan: the LAST block's FFN weight gradient |dL/dW|_F at init vs layers L; slope of "
+              "log|g| on log L fitted per seed (Xiong et al. 2020, Theorem 1: Post-LN 0, Pre-LN -0.5)\n");
+  std::printf("\nlast block's mlp.fc2.weight (W^{2,L} of Xiong et al.)\n%s", depth_table(s, "fc2").to_text().c_str());
+  std::printf("\nlast block's mlp.fc1.weight (W^{1,L})\n%s", depth_table(s, "fc1").to_text().c_str());
+  for (const std::string& p : s.placements) {  // notes on placements whose FFN gradients were exactly zero
+    bool all_zero = !s.depths.empty();
+    for (std::size_t L : s.depths)
+      for (double v : last_block(s, p, L, "fc2")) all_zero = all_zero && v == 0.0;
+    if (all_zero)
       std::printf("note: %s's fc2 gradient is exactly 0 at every depth: at init the branch is multiplied by a "
                   "scalar that is 0, so no gradient reaches the branch weights; no slope can be fitted.\n",
                   p.c_str());
   }
-}
 
-void report(const std::map<Key, Runs>& runs, const ModelOptions& mo, const RunOptions& ro, const GradflowOptions& go) {
-  const std::size_t L = mo.layers;
-  std::printf("\n(a) per-layer profile at init, %zu layers: |dL/dW|_F per parameter group (q, k, v, o, fc1, fc2: "
-              "weights; ln: LN gains; rezero: the block's two scalars; block: every parameter of the block)\n",
-              L);
-  for (const std::string& p : go.placements)
-    std::printf("\n%s\n%s", p.c_str(), profile_table(runs.at({p, L}), L).to_text().c_str());
-  std::printf("\nloss at init and model-level gradient norms, %zu layers\n%s", L,
-              model_table(runs, go, L).to_text().c_str());
-
-  std::printf("\n(b) depth scan: the LAST block's FFN weight gradient |dL/dW|_F at init vs layers L; slope of "
-              "log|g| on log L fitted per seed (Xiong et al. 2020, Theorem 1: Post-LN 0, Pre-LN -0.5)\n");
-  std::printf("\nlast block's mlp.fc2.weight (W^{2,L} of Xiong et al.)\n%s",
-              depth_table(runs, go, "fc2", ro.seeds).to_text().c_str());
-  std::printf("\nlast block's mlp.fc1.weight (W^{1,L})\n%s", depth_table(runs, go, "fc1", ro.seeds).to_text().c_str());
-  print_zero_notes(runs, go);
-
-  const std::string dir = ro.out;
   std::filesystem::create_directories(dir);
-  profile_csv(runs, go, L).write_csv(std::filesystem::path(dir) / "profile.csv");
-  model_table(runs, go, L).write_csv(std::filesystem::path(dir) / "model.csv");
-  if (!go.depths.empty()) {
-    depth_csv(runs, go, mo.seed, ro.seeds).write_csv(std::filesystem::path(dir) / "depth.csv");
-    if (go.depths.size() >= 2) slopes_csv(runs, go, ro.seeds).write_csv(std::filesystem::path(dir) / "slopes.csv");
-    draw_depth(runs, go, "fc2", dir);
-    draw_depth(runs, go, "fc1", dir);
+  profile_csv(s, L).write_csv(std::filesystem::path(dir) / "profile.csv");
+  model_table(s, L).write_csv(std::filesystem::path(dir) / "model.csv");
+  if (!s.depths.empty()) {
+    depth_csv(s, first_seed).write_csv(std::filesystem::path(dir) / "depth.csv");
+    if (s.depths.size() >= 2) slopes_csv(s).write_csv(std::filesystem::path(dir) / "slopes.csv");
+    draw_depth(s, "fc2", dir);
+    draw_depth(s, "fc1", dir);
   }
-  draw_profile(runs, go, L, "block", "|dL/dW| of all the block's parameters", dir);
-  draw_profile(runs, go, L, "fc2", "|dL/dW| of the block's mlp.fc2.weight", dir);
+  draw_profile(s, L, "block", "|dL/dW| of all the block's parameters", dir);
+  draw_profile(s, L, "fc2", "|dL/dW| of the block's mlp.fc2.weight", dir);
   std::printf("\nwrote %s/{profile,model,depth,slopes}.csv and the plots profile_block, profile_fc2, depth_fc2, "
               "depth_fc1 (.png, .svg)\n",
               dir.c_str());
@@ -366,55 +293,38 @@ void report(const std::map<Key, Runs>& runs, const ModelOptions& mo, const RunOp
 }  // namespace
 
 int main(int argc, char** argv) {
-  setup_process();
-  CLI::App app{"Gradient norms at initialization per layer, parameter group and placement, and the last block's "
-               "FFN gradient vs depth (Xiong et al. 2020, Theorem 1)."};
-  ModelOptions mo;
-  mo.layers = 8;  // the depth of the per-layer profile (a)
-  add_model_options(app, mo);
-  RunOptions ro;
-  ro.out = "out/gradflow";
-  add_run_options(app, ro);
-  GradflowOptions go;
-  app.add_option("--placements", go.placements, "placements to measure (comma-separated)")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"post", "pre", "peri", "sandwich", "deepnorm", "rezero"}))
-      ->capture_default_str();
-  app.add_option("--depths", go.depths, "depths L of the last-block scan (b) (comma-separated)")
-      ->delimiter(',')
-      ->check(experiments::positive)
-      ->capture_default_str();
-  app.get_option("--layers")->description("depth of the per-layer profile (a)");
-  app.get_option("--seed")->description("the first seed: every measurement is repeated for seeds --seed .. --seed + --seeds - 1 (model init and data)");
-  app.get_option("--placement")->description("the placement of the --dump model (the measurements use --placements)");
-  app.get_option("--dump")->description(
-      "write the model of --placement, --layers and --seed at init, with its gradients on the batch that seed's "
-      "measurement used, to this directory");
-  std::string graph;
-  add_graph_option(app, graph);
-  finish_cli(app);
-  CLI11_PARSE(app, argc, argv);
-  std::sort(go.depths.begin(), go.depths.end());
-  go.depths.erase(std::unique(go.depths.begin(), go.depths.end()), go.depths.end());
-
-  try {
-    if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
-      write_model_graph(graph, mo);
-      return 0;
-    }
+  Experiment ex("gradflow", "Gradient norms at initialization per layer, parameter group and placement, and the last "
+                "block's FFN gradient vs depth (Xiong et al. 2020, Theorem 1).", "out/gradflow");
+  ex.model.layers = 8;  // the depth of the per-layer profile (a)
+  std::vector<std::size_t> depths = {2, 4, 8, 16, 32};
+  add_flag(ex.app, "--depths", depths, "depths L of the last-block scan (b) (comma-separated)");
+  describe(ex.app, "--layers", "depth of the per-layer profile (a)");
+  return ex.main(argc, argv, [&] {
+    const ModelOptions& mo = ex.model;
+    sort_unique(depths);
+    std::set<std::size_t> measured(depths.begin(), depths.end());
+    measured.insert(mo.layers);
+    const std::vector<std::size_t> all(measured.begin(), measured.end());
+    nn::ModelConfig largest = mo.config();
+    largest.layers = all.back();
+    ex.check_memory(largest, 0, false, ex.placements.size() * all.size() * ex.seeds, 0.0);
     std::printf("gradflow: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; one Markov batch of %zu x %zu per "
                 "seed; seeds %u..%zu\n",
                 mo.vocab, mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.seed,
-                mo.seed + ro.seeds - 1);
-    const std::map<Key, Runs> runs = run_all(mo, ro, go);
-    report(runs, mo, ro, go);
-    if (!ro.dump.empty()) {
-      nn::TransformerLM model(mo.config());
-      dump_model(ro.dump, model, mo.batch, mo.seq, mo.seed);
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "gradflow: error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+                mo.seed + ex.seeds - 1);
+    std::vector<nn::Batch> batches;  // per seed: the batch --dump would write for it
+    for (unsigned seed : ex.seed_list()) batches.push_back(MarkovBatches(mo.vocab, mo.batch, mo.seq, seed).batch(0));
+    Grid grid;
+    grid.axis("placement", ex.placements).axis("layers", labels(all)).axis("seed", labels(ex.seed_list()));
+    const auto results = ex.run_cells(
+        grid, "layers", [&](const Cell& c) { return all[c["layers"]]; },
+        [&](const Cell& c, Tick&) {
+          ModelOptions o = mo;
+          o.placement = ex.placements[c["placement"]];
+          o.layers = all[c["layers"]];
+          o.seed = ex.seed_list()[c["seed"]];
+          return measure(o.config(), batches[c["seed"]]);
+        });
+    if (results) report(Scan{*results, ex.placements, depths, ex.seeds}, mo.layers, mo.seed, ex.out);
+  });
 }

@@ -7,113 +7,100 @@
 // Forward: the size of the residual stream at every position between sublayers -- emb, then each
 // block's mid (after attention) and output (after the MLP) -- as the per-position RMS
 // sqrt(mean_c x^2) averaged over the B x T positions, and the per-position L2 norm sqrt(sum_c x^2)
-// averaged the same way (= sqrt(d) x the RMS; in the CSV).
+// averaged the same way (= sqrt(d) x the RMS; in the CSV); and how far each sublayer is from the
+// identity, |F(x)| / |x|: the mean per-position RMS of its branch over that of what the residual add
+// adds it to (Sun et al. 2025 measure Pre-LN's deep layers becoming the identity this way).
 //
 // Backward: d(mean loss)/d(stream) at every position that a sublayer reads, split by the path it came
-// back through (experiments/common/stream_split.hpp): the identity part is what the sublayer's skip
-// op sent (the residual add, or deepnorm's alpha * x), the branch part what every other reader sent
+// back through (experiments/common/stream_split.hpp): the skip (identity) part is what the sublayer's
+// skip op sent (the residual add, or deepnorm's alpha * x), the branch part what every other reader sent
 // (the sublayer itself, or the LayerNorm in front of it). Both are read from the tape's recorded
-// contributions (Tape::keep_contributions), so identity + branch is the gradient; the program checks
+// contributions (Tape::keep_contributions), so skip + branch is the gradient; the program checks
 // that and prints the largest difference. Gradient norms are Frobenius norms over the whole (B, T, d)
 // tensor, of the gradient of the mean cross-entropy over one batch of a Markov corpus.
 //
 // Output: tables on the terminal; in --out, stream_forward.csv, stream_backward.csv (every position,
 // mean and std over seeds), stream_summary.csv, and plots per depth L: stream_rms_L*, grad_L*,
-// grad_ratio_L* (every placement) and split_<placement>_L* (total, identity and branch parts).
+// grad_ratio_L* (every placement) and split_<placement>_L* (total, skip and branch parts).
 // --dump DIR writes DIR/<placement>-L<depth>/ (nn/io/dump.hpp) for the first seed's model of each.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "engine/engine.hpp"
 #include "experiments/common/graph.hpp"
-#include "experiments/common/options.hpp"
-#include "experiments/common/probe.hpp"
+#include "experiments/common/harness.hpp"
 #include "experiments/common/report.hpp"
-#include "experiments/common/run.hpp"
 #include "experiments/common/stream_split.hpp"
+#include "experiments/common/training.hpp"
 #include "nn/data/markov.hpp"
 #include "nn/optim.hpp"
-#include "nn/schedule.hpp"
 #include "nn/transformer_lm.hpp"
 
 using namespace gs;
 using namespace gs::experiments;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct StreamOptions {
-  std::vector<std::size_t> depths = {4, 12};
-  std::vector<std::string> placements = {"post", "pre", "peri", "deepnorm", "rezero"};
-  std::size_t steps = 0;       // Adam steps before measuring; 0: measure at initialization
-  double lr = 1e-3;
-  std::size_t warmup = 0;
-};
-
-// What one model (one placement, depth and seed) gives. Positions k = 0 .. 2L as in stream_split.hpp.
-struct Measured {
-  double loss = 0.0;
-  std::vector<double> rms, l2;       // forward, at every position 0 .. 2L
-  std::vector<double> total;         // |gradient| at every position 0 .. 2L
-  std::vector<double> identity, branch, ratio;  // at the positions a sublayer reads, 0 .. 2L-1
-  std::vector<double> skip_vs_next;  // ||identity_k - gradient_{k+1}|| / ||gradient_{k+1}||, k < 2L
-  double check = 0.0;                // max over positions and elements of |identity + branch - gradient|
-};
-
-// One forward and backward pass on `batch` with the tape keeping every contribution.
-Measured measure(nn::TransformerLM& model, const nn::Batch& batch) {
+// One forward and backward pass on `batch` with the tape keeping every contribution. The record, per
+// position k = 0 .. 2L (stream_split.hpp): "rms", "l2" (forward), "total" (|gradient|); at the positions
+// a sublayer reads, k < 2L: "move" (forward: |branch| / |skip| at sublayer k's residual add), "skip", "branch", "ratio" (branch / skip) and "skip_vs_next",
+// ||skip_k - gradient_{k+1}|| / ||gradient_{k+1}||; "check", the largest |skip + branch - gradient|.
+Record measure(nn::TransformerLM& model, const nn::Batch& batch) {
   Tape tape;
   TapeScope scope(tape);
   tape.keep_contributions = true;
   model.zero_grad();
-  Measured m;
+  Record m;
   const Var loss = model.loss(batch.inputs, batch.targets);
-  m.loss = loss.value()();
+  m.set("loss", loss.value()());
   loss.backward();
+  double check = 0.0;
   const std::vector<StreamPosition> positions = stream_positions(model);
   for (std::size_t k = 0; k < positions.size(); ++k) {
     const StreamPosition& p = positions[k];
-    m.rms.push_back(mean_rms(p.value.value()));
-    m.l2.push_back(mean_l2(p.value.value()));
-    m.total.push_back(norm(p.value.grad()));
+    m.push("rms", mean_rms(p.value.value()));
+    m.push("l2", mean_l2(p.value.value()));
+    m.push("total", norm(p.value.grad()));
     if (p.top) continue;  // read by ln_f or the head, no skip path
+    // Forward: how far sublayer k is from the identity, |F(x)| / |x| with F(x) its branch and x what the
+    // residual add adds it to (x itself, alpha x for deepnorm, omega * x for admin, h + x for b2t's MLP).
+    const nn::BlockTrace& t = model.blocks[k / 2]->last;
+    const bool attention = k % 2 == 0;
+    const Var& branch_value = attention ? t.attn_branch : t.mlp_branch;
+    const Var& skip_value = attention ? t.attn_skip : t.mlp_skip;
+    m.push("move", mean_rms(branch_value.value()) / mean_rms(skip_value.value()));
     const PathSplit s = split_gradient(p.value);
-    m.identity.push_back(norm(s.identity));
-    m.branch.push_back(norm(s.branch));
-    m.ratio.push_back(norm(s.branch) / norm(s.identity));
-    m.check = std::max(m.check, max_abs_diff(s.identity + s.branch, s.total));
+    m.push("skip", norm(s.skip));
+    m.push("branch", norm(s.branch));
+    m.push("ratio", norm(s.branch) / norm(s.skip));
+    check = std::max(check, max_abs_diff(s.skip + s.branch, s.total));
     const Array& next = positions[k + 1].value.grad();
-    m.skip_vs_next.push_back(gs::norm(Array(s.identity - next)) / gs::norm(next));
+    m.push("skip_vs_next", gs::norm(Array(s.skip - next)) / gs::norm(next));
   }
+  m.set("check", check);
   return m;
 }
 
-// `steps` Adam(0.9, 0.98) updates with linear warmup, on batches of the training split.
-void train(nn::TransformerLM& model, const nn::Dataset& data, const StreamOptions& o, std::size_t B,
-           std::size_t T, unsigned seed) {
+// `steps` Adam(0.9, 0.98) updates with linear warmup, on batches drawn in turn by one generator seeded
+// with seed + 7919 (so the numbers are those this binary has always printed).
+void train(nn::TransformerLM& model, const nn::Dataset& data, const StepSetup& setup, std::size_t steps) {
   Tape tape;
   TapeScope scope(tape);
   nn::AdamOptions adam_options;
   adam_options.beta2 = 0.98;
   nn::Adam adam(model.named_parameters(), adam_options);
-  const nn::Schedule schedule{nn::ScheduleKind::warmup, o.lr, o.warmup, o.steps};
-  std::mt19937_64 rng(seed + 7919u);
-  for (std::size_t step = 0; step < o.steps; ++step) {
-    tape.reset();
-    adam.zero_grad();
-    const nn::Batch b = data.batch(nn::Split::train, B, T, rng);
-    const Var loss = model.loss(b.inputs, b.targets);
-    if (!std::isfinite(loss.value()()))
-      throw Error(to_string(model.config.placement) + " L=" + std::to_string(model.config.layers) + " seed " +
-                  std::to_string(seed) + ": the loss is " + std::to_string(loss.value()()) + " at step " +
+  std::mt19937_64 rng(setup.seed + 7919u);
+  for (std::size_t step = 0; step < steps; ++step) {
+    const StepResult r = train_step(model, adam, setup, step, data.batch(nn::Split::train, setup.batch, setup.seq, rng));
+    if (!r.finite())
+      throw Error(nn::placement_name(model.config) + " L=" + std::to_string(model.config.layers) + " seed " +
+                  std::to_string(setup.seed) + ": the loss is " + std::to_string(r.loss) + " at step " +
                   std::to_string(step));
-    loss.backward();
-    adam.step(schedule.lr(step));
   }
 }
 
@@ -129,68 +116,57 @@ std::vector<std::string> position_names(std::size_t L) {
   return names;
 }
 
-using Runs = std::vector<Measured>;  // one per seed
+using Runs = std::vector<const Record*>;  // one (depth, placement): a record per seed
 
-// The statistic over seeds of field(run)[k].
-Stat at(const Runs& runs, std::vector<double> Measured::*field, std::size_t k) {
+// The statistic over seeds of quantity[k], or of f(record).
+Stat at(const Runs& runs, const std::string& quantity, std::size_t k) {
   std::vector<double> v;
-  for (const Measured& m : runs) v.push_back((m.*field).at(k));
+  for (const Record* m : runs) v.push_back(m->list(quantity).at(k));
   return stat_of(v);
 }
 template <class F>
 Stat over(const Runs& runs, F f) {
   std::vector<double> v;
-  for (const Measured& m : runs) v.push_back(f(m));
+  for (const Record* m : runs) v.push_back(f(*m));
   return stat_of(v);
 }
 
+// What the report reads: the measurements, the depths and the placements.
+struct Scan {
+  const Results& results;
+  const std::vector<std::size_t>& depths;
+  const std::vector<std::string>& placements;
+  Runs at(std::size_t L, const std::string& p) const {
+    return results.where({{"layers", std::to_string(L)}, {"placement", p}});
+  }
+};
+
 // A table with one row per position and one column per placement.
-Table position_table(const std::vector<std::string>& placements, const std::map<std::string, Runs>& runs,
-                     std::vector<double> Measured::*field, std::size_t positions, std::size_t L) {
+Table position_table(const Scan& s, std::size_t L, const std::string& quantity, std::size_t positions) {
   std::vector<std::string> columns{"position"};
-  for (const std::string& p : placements) columns.push_back(p);
+  for (const std::string& p : s.placements) columns.push_back(p);
   Table table(columns);
   const std::vector<std::string> names = position_names(L);
   for (std::size_t k = 0; k < positions; ++k) {
     std::vector<std::string> row{names[k]};
-    for (const std::string& p : placements) row.push_back(fmt(at(runs.at(p), field, k)));
+    for (const std::string& p : s.placements) row.push_back(fmt(at(s.at(L, p), quantity, k)));
     table.add_row(row);
   }
   return table;
 }
 
 // For a log-scale plot: drops series that are not all positive, noting them in the title.
-Plot for_log_scale(Plot plot) {
-  std::vector<Series> kept;
-  std::string dropped;
-  for (Series& s : plot.series) {
-    bool positive = !s.y.empty();
-    bool zero = true;
-    for (double y : s.y) {
-      positive = positive && y > 0.0;
-      zero = zero && y == 0.0;
-    }
-    if (positive) {
-      kept.push_back(std::move(s));
-    } else {
-      if (!dropped.empty()) dropped += ", ";
-      dropped += s.title;
-      dropped += zero ? " (exactly 0)" : " (not all > 0)";
-    }
-  }
-  plot.series = std::move(kept);
-  if (!dropped.empty()) {
-    plot.title += "; not drawn on the log scale: ";
-    plot.title += dropped;
-  }
-  return plot;
+void draw_log(Plot plot, const std::filesystem::path& dir, const std::string& name) {
+  const std::string dropped = drop_nonpositive(plot.series, true);
+  if (!dropped.empty()) plot.title += "; not drawn on the log scale: " + dropped;
+  draw(plot, dir, name);
 }
 
-Series series_of(const std::string& title, const Runs& runs, std::vector<double> Measured::*field, std::size_t n) {
+Series series_of(const std::string& title, const Runs& runs, const std::string& quantity, std::size_t n) {
   Series s;
   s.title = title;
   for (std::size_t k = 0; k < n; ++k) {
-    const Stat st = at(runs, field, k);
+    const Stat st = at(runs, quantity, k);
     s.x.push_back(static_cast<double>(k));
     s.y.push_back(st.mean);
     s.err.push_back(st.std);
@@ -198,238 +174,204 @@ Series series_of(const std::string& title, const Runs& runs, std::vector<double>
   return s;
 }
 
+// Every position of every run's statistics: stream_forward.csv and stream_backward.csv.
+void write_positions(const Scan& s, const std::filesystem::path& out) {
+  Table forward_csv({"layers", "placement", "k", "position", "rms_mean", "rms_std", "l2_mean", "l2_std", "move_mean",
+                     "move_std"});
+  Table backward_csv({"layers", "placement", "k", "position", "grad_mean", "grad_std", "skip_mean", "skip_std",
+                      "branch_mean", "branch_std", "ratio_mean", "ratio_std", "skip_vs_next_mean", "skip_vs_next_std"});
+  auto cell = [](double x) { return fmt(x, 10); };
+  for (std::size_t L : s.depths) {
+    const std::vector<std::string> names = position_names(L);
+    for (const std::string& p : s.placements) {
+      const Runs r = s.at(L, p);
+      for (std::size_t k = 0; k <= 2 * L; ++k) {
+        const Stat rms = at(r, "rms", k), l2 = at(r, "l2", k), g = at(r, "total", k);
+        const bool read = k < 2 * L;  // the top: no sublayer reads it
+        forward_csv.add_row({std::to_string(L), p, std::to_string(k), names[k], cell(rms.mean), cell(rms.std),
+                             cell(l2.mean), cell(l2.std), read ? cell(at(r, "move", k).mean) : "",
+                             read ? cell(at(r, "move", k).std) : ""});
+        std::vector<std::string> row{std::to_string(L), p, std::to_string(k), names[k], cell(g.mean), cell(g.std)};
+        for (const char* quantity : {"skip", "branch", "ratio", "skip_vs_next"}) {
+          row.push_back(read ? cell(at(r, quantity, k).mean) : "");
+          row.push_back(read ? cell(at(r, quantity, k).std) : "");
+        }
+        backward_csv.add_row(row);
+      }
+    }
+  }
+  forward_csv.write_csv(out / "stream_forward.csv");
+  backward_csv.write_csv(out / "stream_backward.csv");
+}
+
+// The summary, one row per depth and placement; its largest |skip + branch - gradient| in *worst.
+Table summary_table(const Scan& s, double* worst) {
+  Table summary({"L", "placement", "loss", "RMS emb", "RMS top", "RMS top/emb", "|g| top", "|g| emb", "|g| emb/top",
+                 "br/skip mean", "skip vs next", "max|sk+br-g|"});
+  for (std::size_t L : s.depths)
+    for (const std::string& p : s.placements) {
+      const Runs r = s.at(L, p);
+      const std::size_t top = 2 * L;
+      double check = 0.0;
+      for (const Record* m : r) check = std::max(check, m->get("check"));
+      *worst = std::max(*worst, check);
+      auto mean = [](const std::vector<double>& v) {
+        double sum = 0.0;
+        for (double x : v) sum += x;
+        return sum / static_cast<double>(v.size());
+      };
+      summary.add_row(
+          {std::to_string(L), p, fmt(over(r, [](const Record& m) { return m.get("loss"); })), fmt(at(r, "rms", 0)),
+           fmt(at(r, "rms", top)), fmt(over(r, [&](const Record& m) { return m.list("rms")[top] / m.list("rms")[0]; })),
+           fmt(at(r, "total", top)), fmt(at(r, "total", 0)),
+           fmt(over(r, [&](const Record& m) { return m.list("total")[0] / m.list("total")[top]; })),
+           fmt(over(r, [&](const Record& m) { return mean(m.list("ratio")); })),
+           fmt(over(r, [](const Record& m) {
+             double largest = 0.0;
+             for (double x : m.list("skip_vs_next")) largest = std::max(largest, x);
+             return largest;
+           })),
+           fmt(check, 2)});
+    }
+  return summary;
+}
+
+void report(const Scan& s, const std::filesystem::path& out) {
+  std::filesystem::create_directories(out);
+  write_positions(s, out);
+  for (std::size_t L : s.depths) {  // the tables, one set per depth
+    std::printf("==== L = %zu ====\n\n", L);
+    std::printf("forward: residual-stream RMS, mean over positions of sqrt(mean_c x^2)\n%s\n",
+                position_table(s, L, "rms", 2 * L + 1).to_text().c_str());
+    std::printf("forward: |F(x)| / |x| of the sublayer that reads each position, the mean per-position RMS of its "
+                "branch over that of its skip input (0: the sublayer is the identity)\n%s\n",
+                position_table(s, L, "move", 2 * L).to_text().c_str());
+    std::printf("backward: |dL/dx|, the gradient's norm at each stream position\n%s\n",
+                position_table(s, L, "total", 2 * L + 1).to_text().c_str());
+    std::printf("backward: |skip part|, what arrived through the next sublayer's skip path\n%s\n",
+                position_table(s, L, "skip", 2 * L).to_text().c_str());
+    std::printf("backward: |branch part|, what arrived through the next sublayer's branch\n%s\n",
+                position_table(s, L, "branch", 2 * L).to_text().c_str());
+    std::printf("backward: |branch part| / |skip part|\n%s\n", position_table(s, L, "ratio", 2 * L).to_text().c_str());
+    std::fflush(stdout);
+  }
+  double worst = 0.0;
+  const Table summary = summary_table(s, &worst);
+  std::printf("summary (top = the last block's output; emb = block 0's input)\n%s", summary.to_text().c_str());
+  std::printf("  br/skip mean:   |branch part| / |skip part| averaged over the 2L positions\n"
+              "  skip vs next: max over positions k of ||skip part at k - gradient at k+1|| / ||gradient at "
+              "k+1||\n"
+              "                (0: the skip path hands back the gradient of the sublayer's output unchanged)\n"
+              "  max|sk+br-g|: largest |skip + branch - gradient| over every element, position and seed\n");
+  std::printf("check: skip + branch = gradient at every position, largest difference %s\n\n", fmt(worst, 3).c_str());
+  summary.write_csv(out / "stream_summary.csv");
+
+  for (std::size_t L : s.depths) {  // the plots: per depth, every placement on one plot; per placement, the split
+    const std::string xlabel = "stream position k (0 = emb, 2l+1 = block l mid, 2l+2 = block l out)";
+    const std::string tag = "L" + std::to_string(L), at_L = ", L = " + std::to_string(L);
+    Plot rms{"residual-stream RMS" + at_L, xlabel, "mean per-position RMS", false, true, {}};
+    Plot grad{"|dL/dx| at each stream position" + at_L, xlabel, "Frobenius norm", false, true, {}};
+    Plot ratio{"|branch part| / |skip part| of the gradient" + at_L, xlabel, "ratio", false, true, {}};
+    for (const std::string& p : s.placements) {
+      const Runs r = s.at(L, p);
+      rms.series.push_back(series_of(p, r, "rms", 2 * L + 1));
+      grad.series.push_back(series_of(p, r, "total", 2 * L + 1));
+      ratio.series.push_back(series_of(p, r, "ratio", 2 * L));
+      Plot split{p + ": the gradient at each stream position and its two parts" + at_L, xlabel, "Frobenius norm",
+                 false, true, {}};
+      split.series.push_back(series_of("total", r, "total", 2 * L + 1));
+      split.series.push_back(series_of("skip part", r, "skip", 2 * L));
+      split.series.push_back(series_of("branch part", r, "branch", 2 * L));
+      draw_log(split, out, "split_" + file_part(p) + "_" + tag);
+    }
+    draw_log(rms, out, "stream_rms_" + tag);
+    draw_log(grad, out, "grad_" + tag);
+    draw_log(ratio, out, "grad_ratio_" + tag);
+  }
+  std::printf("wrote %s: stream_forward.csv, stream_backward.csv, stream_summary.csv; plots (PNG, SVG) "
+              "stream_rms_L*, grad_L*, grad_ratio_L*, split_<placement>_L*\n",
+              out.string().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const auto program_start = Clock::now();
-  setup_process();
-
-  CLI::App app{"stream: the residual stream's norm after every sublayer, and the gradient at every stream "
-               "position split into its identity (skip) and branch parts, per placement and depth."};
-  ModelOptions model_options;  // vocab 64, d 64, 4 heads, T 32, B 16
-  add_model_options(app, model_options);
-  RunOptions run_options;
-  run_options.out = "out/stream";
-  add_run_options(app, run_options);
-  StreamOptions o;
-  app.add_option("--layers-list", o.depths, "depths to measure, e.g. 4,12 (instead of --layers)")
-      ->delimiter(',')
-      ->check(experiments::positive)
-      ->capture_default_str();
-  app.add_option("--placements", o.placements, "placements to compare, e.g. post,pre (instead of --placement)")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"post", "pre", "peri", "sandwich", "deepnorm", "rezero"}))
-      ->capture_default_str();
-  app.add_option("--steps", o.steps, "Adam(0.9, 0.98) steps to train before measuring (0: at initialization)")
-      ->capture_default_str();
-  app.add_option("--lr", o.lr, "learning rate of those steps")->capture_default_str();
-  app.add_option("--warmup", o.warmup, "linear warmup steps of those steps")->capture_default_str();
-  std::string graph;
-  add_graph_option(app, graph);
-  finish_cli(app);
-  CLI11_PARSE(app, argc, argv);
-
-  try {
-    if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
-      write_model_graph(graph, model_options);
-      return 0;
+  const auto program_start = std::chrono::steady_clock::now();
+  Experiment ex("stream", "stream: the residual stream's norm after every sublayer, and the gradient at every "
+                "stream position split into its skip and branch parts, per placement and depth.", "out/stream");
+  std::vector<std::size_t> depths = {4, 12};
+  std::size_t steps = 0, warmup = 0;  // Adam steps before measuring; 0: measure at initialization
+  double lr = 1e-3;
+  add_flag(ex.app, "--layers-list", depths, "depths to measure, e.g. 4,12 (instead of --layers)");
+  add_flag(ex.app, "--steps", steps, "Adam(0.9, 0.98) steps to train before measuring");
+  add_flag(ex.app, "--lr", lr, "learning rate of those steps");
+  add_flag(ex.app, "--warmup", warmup, "linear warmup steps of those steps");
+  describe(ex.app, "--placements", "placements to compare, e.g. post,pre (instead of --placement)");
+  describe(ex.app, "--dump", "write the first seed's model of each placement and depth (after --steps) with its "
+                             "gradients on one fresh batch to DIR/<placement>-L<depth>/");
+  ex.dump_at_init = false;  // stream dumps its own models, below
+  return ex.main(argc, argv, [&] {
+    const ModelOptions& mo = ex.model;
+    if (ex.app.get_option("--layers")->count()) {  // --layers / --placement pick a single depth / placement
+      if (ex.app.get_option("--layers-list")->count()) throw FlagError("give --layers or --layers-list, not both");
+      depths = {mo.layers};
     }
-    // --layers / --placement (the shared model flags) pick a single depth / placement.
-    if (app.get_option("--layers")->count()) {
-      if (app.get_option("--layers-list")->count()) throw Error("give --layers or --layers-list, not both");
-      o.depths = {model_options.layers};
+    if (ex.app.get_option("--placement")->count()) {
+      if (ex.app.get_option("--placements")->count()) throw FlagError("give --placement or --placements, not both");
+      ex.placements = {mo.placement};
     }
-    if (app.get_option("--placement")->count()) {
-      if (app.get_option("--placements")->count()) throw Error("give --placement or --placements, not both");
-      o.placements = {model_options.placement};
-    }
-    for (std::string& p : o.placements) p = nn::to_string(nn::parse_placement(p));  // "sandwich" -> "peri"
-    auto dedupe = [](auto& v) {  // keeps the first of each, in order
-      for (std::size_t i = 0; i < v.size(); ++i)
-        for (std::size_t j = v.size(); j-- > i + 1;)
-          if (v[j] == v[i]) v.erase(v.begin() + static_cast<std::ptrdiff_t>(j));
-    };
-    dedupe(o.placements);
-    dedupe(o.depths);
-    const std::size_t B = model_options.batch, T = model_options.seq;
-    const unsigned seed0 = model_options.seed;
-
+    sort_unique(depths);
+    const std::size_t B = mo.batch, T = mo.seq;
+    nn::ModelConfig largest = mo.config();
+    largest.layers = depths.back();
+    ex.check_memory(largest, steps ? 2 : 0, true, depths.size() * ex.placements.size() * ex.seeds,
+                    8.0 * static_cast<double>(ex.seeds) * static_cast<double>(std::max(steps, std::size_t{4}) * B * (T + 1)));
     std::printf("stream: the residual stream of a TransformerLM, forward and backward\n");
-    std::printf("model: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch B=%zu, T=%zu\n",
-                model_options.vocab, model_options.d_model, model_options.heads,
-                model_options.d_ff ? model_options.d_ff : 4 * model_options.d_model, model_options.init.c_str(), B,
-                T);
+    std::printf("model: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch B=%zu, T=%zu\n", mo.vocab,
+                mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), B, T);
     std::printf("measured %s, on one batch of an order-2 Markov corpus per seed; %zu seeds (%u..%u), mean ± std\n",
-                o.steps ? ("after " + std::to_string(o.steps) + " Adam steps (lr " + fmt(o.lr) + ", warmup " +
-                           std::to_string(o.warmup) + ")")
-                              .c_str()
-                        : "at initialization",
-                run_options.seeds, seed0, seed0 + static_cast<unsigned>(run_options.seeds) - 1);
+                steps ? ("after " + std::to_string(steps) + " Adam steps (lr " + fmt(lr) + ", warmup " +
+                         std::to_string(warmup) + ")").c_str()
+                      : "at initialization",
+                ex.seeds, mo.seed, mo.seed + static_cast<unsigned>(ex.seeds) - 1);
     std::printf("positions: emb = the input of block 0; blocks.l.mid = after block l's attention sublayer;\n"
                 "           blocks.l.out = after its MLP sublayer = the input of block l+1\n\n");
     std::fflush(stdout);
 
-    // The measurements: runs[L][placement] = one Measured per seed.
-    std::map<std::size_t, std::map<std::string, Runs>> runs;
-    std::size_t units = 0;  // the bar counts layers, times the steps each model trains
-    for (std::size_t L : o.depths) units += run_options.seeds * o.placements.size() * L * (1 + o.steps);
-    StatusLine status("stream", units);
-    for (std::size_t s = 0; s < run_options.seeds; ++s) {
-      const unsigned seed = seed0 + static_cast<unsigned>(s);
-      nn::MarkovOptions mo;
-      mo.vocab = model_options.vocab;
-      mo.seed = seed;
-      const nn::MarkovChain chain(mo);
-      const nn::Dataset data =
-          nn::markov_dataset(chain, std::max<std::size_t>(o.steps * B * (T + 1), 4 * B * (T + 1)) + 1024,
-                             4 * B * (T + 1) + 1024, seed);
-      std::mt19937_64 rng(seed);
-      const nn::Batch batch = data.batch(nn::Split::validation, B, T, rng);
-      for (std::size_t L : o.depths)
-        for (const std::string& p : o.placements) {
-          ModelOptions mopt = model_options;
-          mopt.layers = L;
-          mopt.placement = p;
-          mopt.seed = seed;
-          nn::TransformerLM model(mopt.config());
-          if (o.steps) train(model, data, o, B, T, seed);
-          runs[L][p].push_back(measure(model, batch));
-          status.advance(L * (1 + o.steps), p + " L=" + std::to_string(L) + " seed " + std::to_string(seed));
-          if (!run_options.dump.empty() && s == 0) {
-            Tape tape;
-            TapeScope scope(tape);
-            std::string name = p;
-            name += "-L";
-            name += std::to_string(L);
-            dump_model((std::filesystem::path(run_options.dump) / name).string(), model, B, T, seed);
-          }
-        }
-    }
-    status.finish();
+    std::vector<nn::Dataset> data;  // per seed: the corpus, and the batch measured on
+    std::vector<nn::Batch> batches;
+    if (ex.merge.empty())
+      for (unsigned seed : ex.seed_list()) {
+        nn::MarkovOptions markov;
+        markov.vocab = mo.vocab;
+        markov.seed = seed;
+        const nn::MarkovChain chain(markov);
+        data.push_back(nn::markov_dataset(chain, std::max<std::size_t>(steps * B * (T + 1), 4 * B * (T + 1)) + 1024,
+                                          4 * B * (T + 1) + 1024, seed));
+        std::mt19937_64 rng(seed);
+        batches.push_back(data.back().batch(nn::Split::validation, B, T, rng));
+      }
+    Grid grid;
+    grid.axis("layers", labels(depths)).axis("placement", ex.placements).axis("seed", labels(ex.seed_list()));
+    const auto results = ex.run_cells(
+        grid, "layers", [&](const Cell& c) { return depths[c["layers"]] * (1 + steps); },
+        [&](const Cell& c, Tick&) {
+          ModelOptions o = mo;
+          o.layers = depths[c["layers"]];
+          o.placement = ex.placements[c["placement"]];
+          o.seed = ex.seed_list()[c["seed"]];
+          nn::TransformerLM model(o.config());
+          const nn::Dataset& corpus = data[c["seed"]];
+          if (steps) train(model, corpus, {&corpus, B, T, o.seed, {nn::ScheduleKind::warmup, lr, warmup, steps}, 0.0}, steps);
+          Record r = measure(model, batches[c["seed"]]);
+          if (!ex.dump.empty() && c["seed"] == 0)
+            dump_model((std::filesystem::path(ex.dump) / (o.placement + "-L" + std::to_string(o.layers))).string(), model,
+                       dump_batch(dump_corpus(o.vocab, B, T, o.seed), B, T, o.seed));
+          return r;
+        });
     const double measure_seconds = seconds_since(program_start);
-
-    // CSV: every position of every run's statistics.
-    const std::filesystem::path out = run_options.out;
-    std::filesystem::create_directories(out);
-    Table forward_csv({"layers", "placement", "k", "position", "rms_mean", "rms_std", "l2_mean", "l2_std"});
-    Table backward_csv({"layers", "placement", "k", "position", "grad_mean", "grad_std", "identity_mean",
-                        "identity_std", "branch_mean", "branch_std", "ratio_mean", "ratio_std",
-                        "skip_vs_next_mean", "skip_vs_next_std"});
-    auto cell = [](double x) { return fmt(x, 10); };
-    for (const auto& [L, by_placement] : runs) {
-      const std::vector<std::string> names = position_names(L);
-      for (const std::string& p : o.placements) {
-        const Runs& r = by_placement.at(p);
-        for (std::size_t k = 0; k <= 2 * L; ++k) {
-          const Stat rms = at(r, &Measured::rms, k), l2 = at(r, &Measured::l2, k), g = at(r, &Measured::total, k);
-          forward_csv.add_row({std::to_string(L), p, std::to_string(k), names[k], cell(rms.mean), cell(rms.std),
-                               cell(l2.mean), cell(l2.std)});
-          std::vector<std::string> row{std::to_string(L), p, std::to_string(k), names[k], cell(g.mean), cell(g.std)};
-          for (auto field : {&Measured::identity, &Measured::branch, &Measured::ratio, &Measured::skip_vs_next}) {
-            if (k < 2 * L) {
-              const Stat st = at(r, field, k);
-              row.push_back(cell(st.mean));
-              row.push_back(cell(st.std));
-            } else {  // the top: no skip path reads it
-              row.push_back("");
-              row.push_back("");
-            }
-          }
-          backward_csv.add_row(row);
-        }
-      }
-    }
-    forward_csv.write_csv(out / "stream_forward.csv");
-    backward_csv.write_csv(out / "stream_backward.csv");
-
-    // The tables, one set per depth.
-    for (const auto& [L, by_placement] : runs) {
-      std::printf("==== L = %zu ====\n\n", L);
-      std::printf("forward: residual-stream RMS, mean over positions of sqrt(mean_c x^2)\n%s\n",
-                  position_table(o.placements, by_placement, &Measured::rms, 2 * L + 1, L).to_text().c_str());
-      std::printf("backward: |dL/dx|, the gradient's norm at each stream position\n%s\n",
-                  position_table(o.placements, by_placement, &Measured::total, 2 * L + 1, L).to_text().c_str());
-      std::printf("backward: |identity part|, what arrived through the next sublayer's skip path\n%s\n",
-                  position_table(o.placements, by_placement, &Measured::identity, 2 * L, L).to_text().c_str());
-      std::printf("backward: |branch part|, what arrived through the next sublayer's branch\n%s\n",
-                  position_table(o.placements, by_placement, &Measured::branch, 2 * L, L).to_text().c_str());
-      std::printf("backward: |branch part| / |identity part|\n%s\n",
-                  position_table(o.placements, by_placement, &Measured::ratio, 2 * L, L).to_text().c_str());
-      std::fflush(stdout);
-    }
-
-    // The summary, one row per depth and placement.
-    Table summary({"L", "placement", "loss", "RMS emb", "RMS top", "RMS top/emb", "|g| top", "|g| emb",
-                   "|g| emb/top", "br/id mean", "skip vs next", "max|id+br-g|"});
-    double worst = 0.0;
-    for (const auto& [L, by_placement] : runs)
-      for (const std::string& p : o.placements) {
-        const Runs& r = by_placement.at(p);
-        const std::size_t top = 2 * L;
-        double check = 0.0;
-        for (const Measured& m : r) check = std::max(check, m.check);
-        worst = std::max(worst, check);
-        summary.add_row({std::to_string(L), p, fmt(over(r, [](const Measured& m) { return m.loss; })),
-                         fmt(at(r, &Measured::rms, 0)), fmt(at(r, &Measured::rms, top)),
-                         fmt(over(r, [&](const Measured& m) { return m.rms[top] / m.rms[0]; })),
-                         fmt(at(r, &Measured::total, top)), fmt(at(r, &Measured::total, 0)),
-                         fmt(over(r, [&](const Measured& m) { return m.total[0] / m.total[top]; })),
-                         fmt(over(r,
-                                  [](const Measured& m) {
-                                    double s = 0.0;
-                                    for (double x : m.ratio) s += x;
-                                    return s / static_cast<double>(m.ratio.size());
-                                  })),
-                         fmt(over(r,
-                                  [](const Measured& m) {
-                                    double s = 0.0;
-                                    for (double x : m.skip_vs_next) s = std::max(s, x);
-                                    return s;
-                                  })),
-                         fmt(check, 2)});
-      }
-    std::printf("summary (top = the last block's output; emb = block 0's input)\n%s", summary.to_text().c_str());
-    std::printf("  br/id mean:   |branch part| / |identity part| averaged over the 2L positions\n"
-                "  skip vs next: max over positions k of ||identity part at k - gradient at k+1|| / ||gradient at "
-                "k+1||\n"
-                "                (0: the skip path hands back the gradient of the sublayer's output unchanged)\n"
-                "  max|id+br-g|: largest |identity + branch - gradient| over every element, position and seed\n");
-    std::printf("check: identity + branch = gradient at every position, largest difference %s\n\n",
-                fmt(worst, 3).c_str());
-    summary.write_csv(out / "stream_summary.csv");
-
-    // The plots: per depth, every placement on one plot; and per placement, the split.
-    for (const auto& [L, by_placement] : runs) {
-      const std::string xlabel = "stream position k (0 = emb, 2l+1 = block l mid, 2l+2 = block l out)";
-      const std::string tag = "L" + std::to_string(L);
-      Plot rms{"residual-stream RMS, L = " + std::to_string(L), xlabel, "mean per-position RMS", false, true, {}};
-      Plot grad{"|dL/dx| at each stream position, L = " + std::to_string(L), xlabel, "Frobenius norm", false, true,
-                {}};
-      Plot ratio{"|branch part| / |identity part| of the gradient, L = " + std::to_string(L), xlabel, "ratio",
-                 false, true, {}};
-      for (const std::string& p : o.placements) {
-        const Runs& r = by_placement.at(p);
-        rms.series.push_back(series_of(p, r, &Measured::rms, 2 * L + 1));
-        grad.series.push_back(series_of(p, r, &Measured::total, 2 * L + 1));
-        ratio.series.push_back(series_of(p, r, &Measured::ratio, 2 * L));
-        Plot split{p + ": the gradient at each stream position and its two parts, L = " + std::to_string(L), xlabel,
-                   "Frobenius norm", false, true, {}};
-        split.series.push_back(series_of("total", r, &Measured::total, 2 * L + 1));
-        split.series.push_back(series_of("identity (skip) part", r, &Measured::identity, 2 * L));
-        split.series.push_back(series_of("branch part", r, &Measured::branch, 2 * L));
-        draw(for_log_scale(split), out, "split_" + p + "_" + tag);
-      }
-      draw(for_log_scale(rms), out, "stream_rms_" + tag);
-      draw(for_log_scale(grad), out, "grad_" + tag);
-      draw(for_log_scale(ratio), out, "grad_ratio_" + tag);
-    }
-    std::printf("wrote %s: stream_forward.csv, stream_backward.csv, stream_summary.csv; plots (PNG, SVG) "
-                "stream_rms_L*, grad_L*, grad_ratio_L*, split_<placement>_L*\n",
-                out.string().c_str());
+    if (!results) return;
+    report(Scan{*results, depths, ex.placements}, ex.out);
     std::printf("time: measuring %.1f s, total %.1f s\n", measure_seconds, seconds_since(program_start));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "stream: error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  });
 }

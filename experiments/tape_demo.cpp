@@ -3,82 +3,78 @@
 // gradients, and a finite-difference check of those gradients.
 //
 //   build/bin/tape_demo            (scripts/demo builds and runs it)
+//
+// The listing names every entry's call site, tape_demo.cpp:42 to :46. docs/engine.md quotes the
+// listing and a test (docs.engine_md_quotes_tape_demo) checks the quote, so the forward pass below
+// stays on those lines.
 #include <cstdio>
 
-#include <CLI/CLI.hpp>
-
 #include "engine/engine.hpp"
-#include "experiments/common/cli.hpp"
 #include "experiments/common/graph.hpp"
+#include "experiments/common/harness.hpp"
 
 using namespace gs;
 
 int main(int argc, char** argv) {
-  CLI::App app{"tape_demo: one forward and backward pass of a tiny network, with its tape listing"};
+  experiments::Experiment ex("tape_demo",
+                             "tape_demo: one forward and backward pass of a tiny network, with its tape listing");
   double lr = 0.1;
-  app.add_option("--lr", lr, "learning rate of the one SGD step shown at the end")->capture_default_str();
+  experiments::add_flag(ex.app, "--lr", lr, "learning rate of the one SGD step shown at the end");
   std::string graph;
-  app.add_option("--graph", graph,
-                 "also draw the tape, with the gradient norm on every edge, into this file: .svg or .png (needs "
-                 "Graphviz's dot), else DOT text");
-  gs::experiments::finish_cli(app);
-  CLI11_PARSE(app, argc, argv);
+  experiments::add_flag(ex.app, "--graph", graph, "also draw the tape, with the gradient norm on every edge, into this "
+                        "file: .svg or .png (needs Graphviz's dot), else DOT text");
+  return ex.main(argc, argv, [&] {
+    // Four points in 2-D and their targets.
+    Array points = {{0.0, 1.0}, {1.0, 0.0}, {1.0, 1.0}, {0.5, -0.5}};  // (N, 2)
+    Array targets = Array{1.0, 1.0, 0.0, 0.5};
+    targets.reshape({4, 1});                                             // (N, 1)
 
-  // Four points in 2-D and their targets.
-  Array points = {{0.0, 1.0}, {1.0, 0.0}, {1.0, 1.0}, {0.5, -0.5}};  // (N, 2)
-  Array targets = Array{1.0, 1.0, 0.0, 0.5};
-  targets.reshape({4, 1});                                             // (N, 1)
+    // y = tanh(x W1 + b1) W2 + b2, with fixed small weights so every run prints the same numbers.
+    Parameter w1(Array{{0.5, -0.3, 0.8}, {0.2, 0.7, -0.6}}, "w1");  // (2, 3)
+    Parameter b1(Array{0.1, 0.0, -0.1}, "b1");                      // (3,)
+    Array w2_init = Array{0.4, -0.9, 0.3};
+    w2_init.reshape({3, 1});
+    Parameter w2(w2_init, "w2");                                    // (3, 1)
+    Parameter b2(Array{0.05}, "b2");                                // (1,)
 
-  // y = tanh(x W1 + b1) W2 + b2, with fixed small weights so every run prints the same numbers.
-  Parameter w1(Array{{0.5, -0.3, 0.8}, {0.2, 0.7, -0.6}}, "w1");  // (2, 3)
-  Parameter b1(Array{0.1, 0.0, -0.1}, "b1");                      // (3,)
-  Array w2_init = Array{0.4, -0.9, 0.3};
-  w2_init.reshape({3, 1});
-  Parameter w2(w2_init, "w2");                                    // (3, 1)
-  Parameter b2(Array{0.05}, "b2");                                // (1,)
+    Tape& tape = Tape::current();
+    tape.keep_contributions = !graph.empty();  // --graph labels each edge with the gradient it carried
+    Var x = tape.constant(points).named("x");
+    Var h = tanh(matmul(x, w1) + b1).named("hidden");   // (N, 3)
+    Var y = (matmul(h, w2) + b2).named("prediction");   // (N, 1)
+    Var err = y - tape.constant(targets);
+    Var loss = mean(err * err).named("loss");           // mean squared error, a scalar
+    loss.backward();
 
-  Tape& tape = Tape::current();
-  tape.keep_contributions = !graph.empty();  // --graph labels each edge with the gradient it carried
-  Var x = tape.constant(points).named("x");
-  Var h = tanh(matmul(x, w1) + b1).named("hidden");   // (N, 3)
-  Var y = (matmul(h, w2) + b2).named("prediction");   // (N, 1)
-  Var err = y - tape.constant(targets);
-  Var loss = mean(err * err).named("loss");           // mean squared error, a scalar
-  loss.backward();
+    std::printf("The tape after loss.backward(): one line per entry, in creation order.\n\n%s\n",
+                tape.listing().c_str());
+    std::printf("loss = %.6f\n\n", loss.value()());
+    for (const Parameter* p : {&w1, &b1, &w2, &b2})
+      std::printf("d loss / d %s =\n%s\n\n", p->name().c_str(), to_string(p->grad()).c_str());
 
-  std::printf("The tape after loss.backward(): one line per entry, in creation order.\n\n%s\n",
-              tape.listing().c_str());
-  std::printf("loss = %.6f\n\n", loss.value()());
-  for (const Parameter* p : {&w1, &b1, &w2, &b2})
-    std::printf("d loss / d %s =\n%s\n\n", p->name().c_str(), to_string(p->grad()).c_str());
-
-  if (!graph.empty()) {
-    try {
+    if (!graph.empty()) {
       DotOptions picture;
       picture.title = "tape_demo: y = tanh(x W1 + b1) W2 + b2, loss = mean((y - t)^2)";
-      gs::experiments::write_graph_file(graph, to_dot(tape, picture));
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "tape_demo: error: %s\n", e.what());
-      return 1;
+      experiments::write_graph_file(graph, to_dot(tape, picture));
+      std::printf("graph: %s\n\n", graph.c_str());
     }
-    std::printf("graph: %s\n\n", graph.c_str());
-  }
 
-  // The same gradients by central finite differences.
-  const GradcheckResult check = gradcheck(
-      [&](const std::vector<Var>& v) {
-        Var hh = tanh(matmul(v[4], v[0]) + v[1]);
-        Var e = matmul(hh, v[2]) + v[3] - Tape::current().constant(targets);
-        return mean(e * e);
-      },
-      {w1.value(), b1.value(), w2.value(), b2.value(), points});
-  std::printf("%s\n", check.report.c_str());
+    // The same gradients by central finite differences.
+    const GradcheckResult check = gradcheck(
+        [&](const std::vector<Var>& v) {
+          Var hh = tanh(matmul(v[4], v[0]) + v[1]);
+          Var e = matmul(hh, v[2]) + v[3] - Tape::current().constant(targets);
+          return mean(e * e);
+        },
+        {w1.value(), b1.value(), w2.value(), b2.value(), points});
+    std::printf("%s\n", check.report.c_str());
 
-  // One SGD step moves every parameter against its gradient.
-  for (Parameter* p : {&w1, &b1, &w2, &b2}) p->value() -= lr * p->grad();
-  tape.reset();
-  Var h2 = tanh(matmul(tape.constant(points), w1) + b1);
-  Var e2 = matmul(h2, w2) + b2 - tape.constant(targets);
-  std::printf("after one SGD step with lr %.3g: loss = %.6f\n", lr, mean(e2 * e2).value()());
-  return check.ok ? 0 : 1;
+    // One SGD step moves every parameter against its gradient.
+    for (Parameter* p : {&w1, &b1, &w2, &b2}) p->value() -= lr * p->grad();
+    tape.reset();
+    Var h2 = tanh(matmul(tape.constant(points), w1) + b1);
+    Var e2 = matmul(h2, w2) + b2 - tape.constant(targets);
+    std::printf("after one SGD step with lr %.3g: loss = %.6f\n", lr, mean(e2 * e2).value()());
+    if (!check.ok) throw Error("the gradients differ from the finite differences (the report above)");
+  });
 }

@@ -22,26 +22,20 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <mutex>
-#include <tuple>
 
 #include "engine/engine.hpp"
-#include "experiments/common/graph.hpp"
-#include "experiments/common/options.hpp"
+#include "experiments/common/harness.hpp"
 #include "experiments/common/report.hpp"
-#include "experiments/common/run.hpp"
 #include "experiments/common/training.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
 
 using namespace gs;
 using namespace gs::experiments;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
 struct GridOptions {
-  std::vector<std::string> placements = {"post", "pre", "peri", "deepnorm", "rezero"};
   std::vector<double> lrs = {1e-3, 3e-3, 1e-2, 3e-2};
   std::vector<std::size_t> warmups = {0, 100};
   std::vector<std::string> datasets = {"markov", "text"};
@@ -53,148 +47,84 @@ struct GridOptions {
   std::size_t markov_order = 2;
   double markov_concentration = 0.05;
   std::size_t window = 10;  // steps per point of the loss curves
-  unsigned jobs = 2;
 };
 
-struct RunSpec {
-  std::size_t dataset;  // index into the corpora
-  std::string placement;
-  double lr;
-  std::size_t warmup;
-  unsigned seed;
-};
-
-struct RunResult {
-  std::vector<double> losses;  // training loss of each step; the run stops at the first NaN/Inf
-  double final_loss = NAN;     // held-out loss after the last step (NaN if the run diverged to NaN/Inf)
-  std::size_t blew_up = 0;     // the step (1-based) whose loss was NaN/Inf; 0: none
-  Verdict verdict = Verdict::diverged;
-};
-
-// The grid's progress, shared by the worker threads.
-class GridProgress {
- public:
-  explicit GridProgress(std::size_t total_steps) : bar_(total_steps), start_(Clock::now()) {}
-  void advance(std::size_t steps, double loss, double lr, double grad_norm, std::size_t tokens) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    done_ += steps;
-    tokens_ += tokens;
-    const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
-    bar_.update(done_, loss, lr, grad_norm, static_cast<double>(tokens_) / std::max(seconds, 1e-9));
-  }
-  void finish() { bar_.finish(); }
-
- private:
-  std::mutex mutex_;
-  ProgressBar bar_;
-  Clock::time_point start_;
-  std::size_t done_ = 0, tokens_ = 0;
-};
-
-Thresholds thresholds_of(const Corpus& c, double margin) { return Thresholds{c.uniform, c.unigram, margin}; }
-
-// One run of the grid: a fresh model, Adam(0.9, 0.98), --steps steps, then the held-out loss.
-RunResult run_one(const RunSpec& spec, const Corpus& corpus, const ModelOptions& mo, const GridOptions& go,
-                  GridProgress& progress) {
-  ModelOptions m = mo;
-  m.placement = spec.placement;
+// One run of the grid: a fresh model, Adam(0.9, 0.98), --steps steps, then the held-out loss. The record:
+// "losses" (the training loss of each step; the run stops at the first NaN/Inf), "final_loss" (held
+// out, after the last step; NaN if the run diverged to NaN/Inf), "blew_up" (the 1-based step whose loss
+// was NaN/Inf, 0: none) and "verdict".
+Record run_one(ModelOptions m, const Corpus& corpus, double lr, std::size_t warmup, const GridOptions& go, Tick& tick) {
   m.vocab = corpus.data.vocab();
-  m.seed = spec.seed;
   nn::TransformerLM model(m.config());
   nn::Adam adam(model.named_parameters(), nn::AdamOptions{0.9, 0.98, 1e-8, 0.0, false});
-  const nn::Schedule schedule{nn::ScheduleKind::warmup, spec.lr, spec.warmup, go.steps, 0.1};
-  const StepSetup setup{&corpus.data, m.batch, m.seq, spec.seed, schedule, go.clip};
-  RunResult r;
-  for (std::size_t step = 0; step < go.steps; ++step) {
+  const nn::Schedule schedule{nn::ScheduleKind::warmup, lr, warmup, go.steps, 0.1};
+  const StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, go.clip};
+  Record r;
+  std::size_t blew_up = 0;
+  for (std::size_t step = 0; step < go.steps && blew_up == 0; ++step) {
     const StepResult s = train_step(model, adam, setup, step);
-    r.losses.push_back(s.loss);
-    if (!s.finite()) {
-      r.blew_up = step + 1;
-      progress.advance(go.steps - step, s.loss, s.lr, s.grad_norm, 0);
-      break;
-    }
-    progress.advance(1, s.loss, s.lr, s.grad_norm, m.batch * m.seq);
+    r.push("losses", s.loss);
+    if (!s.finite()) blew_up = step + 1;
+    char what[96];
+    std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f", s.loss, s.lr, s.grad_norm);
+    tick(1, what);
   }
-  if (r.blew_up == 0) r.final_loss = evaluate(model, corpus.data, m.batch, m.seq, go.eval_batches, spec.seed);
-  r.verdict = verdict_of(r.final_loss, thresholds_of(corpus, go.margin));
+  const double final_loss = blew_up ? NAN : evaluate(model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
+  r.set("final_loss", final_loss);
+  r.set("blew_up", static_cast<double>(blew_up));
+  r.set("verdict", static_cast<double>(verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, go.margin})));
   return r;
-}
-
-// Runs every spec on `jobs` threads (each thread has its own tape); results[i] belongs to specs[i].
-std::vector<RunResult> run_grid(const std::vector<RunSpec>& specs, const std::vector<Corpus>& corpora,
-                                const ModelOptions& mo, const GridOptions& go) {
-  std::vector<RunResult> results(specs.size());
-  GridProgress progress(specs.size() * go.steps);
-  parallel_for(specs.size(), go.jobs,
-               [&](std::size_t i) { results[i] = run_one(specs[i], corpora[specs[i].dataset], mo, go, progress); });
-  progress.finish();
-  return results;
-}
-
-std::vector<RunSpec> grid_specs(const GridOptions& go, std::size_t corpora, unsigned seed0, std::size_t seeds) {
-  std::vector<RunSpec> specs;
-  for (std::size_t d = 0; d < corpora; ++d)
-    for (const std::string& p : go.placements)
-      for (std::size_t w : go.warmups)
-        for (double lr : go.lrs)
-          for (std::size_t s = 0; s < seeds; ++s) specs.push_back({d, p, lr, w, seed0 + static_cast<unsigned>(s)});
-  return specs;
 }
 
 // ---- reporting ----
 
 // The runs of one grid cell (dataset, placement, warmup, lr), one per seed.
-using CellKey = std::tuple<std::size_t, std::string, std::size_t, double>;
-using Cells = std::map<CellKey, std::vector<const RunResult*>>;
+struct Cells {
+  const Results& results;
+  const std::vector<std::string>& placements;
+  const GridOptions& go;
+  std::vector<const Record*> at(std::size_t d, const std::string& p, std::size_t w, double lr) const {
+    return results.where({{"dataset", go.datasets[d]}, {"placement", p}, {"warmup", std::to_string(w)}, {"lr", label(lr)}});
+  }
+};
 
-Cells group_cells(const std::vector<RunSpec>& specs, const std::vector<RunResult>& results) {
-  Cells cells;
-  for (std::size_t i = 0; i < specs.size(); ++i)
-    cells[{specs[i].dataset, specs[i].placement, specs[i].warmup, specs[i].lr}].push_back(&results[i]);
-  return cells;
-}
-
-Stat final_stat(const std::vector<const RunResult*>& runs) {
+Stat final_stat(const std::vector<const Record*>& runs) {
   std::vector<double> v;
-  for (const RunResult* r : runs) v.push_back(r->final_loss);
+  for (const Record* r : runs) v.push_back(r->get("final_loss"));
   return stat_of(v);
 }
 
+Verdict verdict(const Record& r) { return static_cast<Verdict>(static_cast<int>(r.get("verdict"))); }
+
 // "trained", or "2 stuck, 1 trained" when the seeds disagree; with "@step" where a run blew up to NaN.
-std::string verdict_text(const std::vector<const RunResult*>& runs) {
-  std::map<Verdict, std::size_t> count;
+std::string cell_verdicts(const std::vector<const Record*>& runs) {
+  std::vector<Verdict> verdicts;
   std::size_t first_blow_up = 0;
-  for (const RunResult* r : runs) {
-    ++count[r->verdict];
-    if (r->blew_up && (first_blow_up == 0 || r->blew_up < first_blow_up)) first_blow_up = r->blew_up;
+  for (const Record* r : runs) {
+    verdicts.push_back(verdict(*r));
+    const auto blew_up = static_cast<std::size_t>(r->get("blew_up"));
+    if (blew_up && (first_blow_up == 0 || blew_up < first_blow_up)) first_blow_up = blew_up;
   }
-  std::string text;
-  for (const auto& [v, n] : count) {
-    if (!text.empty()) text += ", ";
-    if (count.size() > 1 || n < runs.size()) text += std::to_string(n) + " ";
-    text += to_string(v);
-  }
-  if (first_blow_up) text += " (NaN at step " + std::to_string(first_blow_up) + ")";
-  return text;
+  return verdict_text(verdicts, first_blow_up);
 }
 
 std::string lr_text(double lr) { return fmt(lr, 3); }
 
 // The grid of one corpus as a table: a row per (placement, warmup), a column per learning rate, each
 // cell "final loss verdict" (and the gap to the floor for trained Markov runs).
-Table corpus_table(const Cells& cells, std::size_t d, const Corpus& corpus, const GridOptions& go) {
+Table corpus_table(const Cells& g, std::size_t d, const Corpus& corpus) {
   std::vector<std::string> columns = {"placement", "warmup"};
-  for (double lr : go.lrs) columns.push_back("lr " + lr_text(lr));
+  for (double lr : g.go.lrs) columns.push_back("lr " + lr_text(lr));
   Table t(columns);
-  for (const std::string& p : go.placements)
-    for (std::size_t w : go.warmups) {
+  for (const std::string& p : g.placements)
+    for (std::size_t w : g.go.warmups) {
       std::vector<std::string> row = {p, std::to_string(w)};
-      for (double lr : go.lrs) {
-        const auto& runs = cells.at({d, p, w, lr});
+      for (double lr : g.go.lrs) {
+        const auto runs = g.at(d, p, w, lr);
         const Stat s = final_stat(runs);
-        std::string cell = fmt(s, 3) + " " + verdict_text(runs);
+        std::string cell = fmt(s, 3) + " " + cell_verdicts(runs);
         const bool all_trained =
-            std::all_of(runs.begin(), runs.end(), [](const RunResult* r) { return r->verdict == Verdict::trained; });
+            std::all_of(runs.begin(), runs.end(), [](const Record* r) { return verdict(*r) == Verdict::trained; });
         if (!std::isnan(corpus.floor) && all_trained) cell += " (+" + fmt(s.mean - corpus.floor, 2) + ")";
         row.push_back(cell);
       }
@@ -203,30 +133,33 @@ Table corpus_table(const Cells& cells, std::size_t d, const Corpus& corpus, cons
   return t;
 }
 
-// Every run (one row per seed): what runs.csv holds.
-Table runs_table(const std::vector<RunSpec>& specs, const std::vector<RunResult>& results,
-                 const std::vector<Corpus>& corpora, const GridOptions& go) {
+// Every run (one row per seed, in the grid's order): what runs.csv holds.
+Table runs_table(const Cells& g, const std::vector<Corpus>& corpora, const std::vector<unsigned>& seeds) {
   Table t({"dataset", "placement", "warmup", "lr", "seed", "final_loss", "verdict", "nan_at_step", "uniform_logV",
            "unigram_H1", "margin", "floor", "gap_to_floor"});
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    const RunSpec& s = specs[i];
-    const RunResult& r = results[i];
-    const Corpus& c = corpora[s.dataset];
-    t.add_row({go.datasets[s.dataset], s.placement, std::to_string(s.warmup), lr_text(s.lr), std::to_string(s.seed),
-               fmt(r.final_loss, 6), to_string(r.verdict), std::to_string(r.blew_up), fmt(c.uniform, 6),
-               fmt(c.unigram, 6), fmt(go.margin), fmt(c.floor, 6), fmt(r.final_loss - c.floor, 6)});
+  for (std::size_t i = 0; i < g.results.grid().size(); ++i) {
+    const Cell c{&g.results.grid(), i};
+    const Record& r = g.results.at(i);
+    const Corpus& corpus = corpora[c["dataset"]];
+    const double final_loss = r.get("final_loss");
+    t.add_row({g.go.datasets[c["dataset"]], g.placements[c["placement"]], std::to_string(g.go.warmups[c["warmup"]]),
+               lr_text(g.go.lrs[c["lr"]]), std::to_string(seeds[c["seed"]]), fmt(final_loss, 6), to_string(verdict(r)),
+               std::to_string(static_cast<std::size_t>(r.get("blew_up"))), fmt(corpus.uniform, 6), fmt(corpus.unigram, 6),
+               fmt(g.go.margin), fmt(corpus.floor, 6), fmt(final_loss - corpus.floor, 6)});
   }
   return t;
 }
 
 // The training loss averaged over windows of `window` steps and over seeds; the curve ends at the
 // first window in which any seed's loss was NaN/Inf.
-Series loss_curve(const std::vector<const RunResult*>& runs, std::size_t steps, std::size_t window, std::string title) {
+Series loss_curve(const std::vector<const Record*>& runs, std::size_t steps, std::size_t window, std::string title) {
   Series s{std::move(title), {}, {}, {}};
   for (std::size_t start = 0; start + window <= steps; start += window) {
     double sum = 0.0;
-    for (const RunResult* r : runs)
-      for (std::size_t k = start; k < start + window; ++k) sum += k < r->losses.size() ? r->losses[k] : NAN;
+    for (const Record* r : runs) {
+      const std::vector<double>& losses = r->list("losses");
+      for (std::size_t k = start; k < start + window; ++k) sum += k < losses.size() ? losses[k] : NAN;
+    }
     const double mean = sum / static_cast<double>(window * runs.size());
     if (!std::isfinite(mean)) break;
     s.x.push_back(static_cast<double>(start + window));
@@ -238,17 +171,17 @@ Series loss_curve(const std::vector<const RunResult*>& runs, std::size_t steps, 
 Series flat_line(std::string title, double x0, double x1, double y) { return {std::move(title), {x0, x1}, {y, y}, {}}; }
 
 // One plot per (corpus, placement): the training-loss curves of every (lr, warmup).
-void draw_curves(const Cells& cells, std::size_t d, const Corpus& corpus, const GridOptions& go,
-                 const std::filesystem::path& dir) {
+void draw_curves(const Cells& cells, std::size_t d, const Corpus& corpus, const std::filesystem::path& dir) {
+  const GridOptions& go = cells.go;
   const std::string& name = go.datasets[d];
-  for (const std::string& p : go.placements) {
+  for (const std::string& p : cells.placements) {
     const std::string title =
         name + ", " + p + ": training loss (mean over " + std::to_string(go.window) + "-step windows)";
     Plot plot{title, "step", "loss (nats)", false, false, {}};
     double highest = 0.0;
     for (std::size_t w : go.warmups)
       for (double lr : go.lrs) {
-        plot.series.push_back(loss_curve(cells.at({d, p, w, lr}), go.steps, go.window,
+        plot.series.push_back(loss_curve(cells.at(d, p, w, lr), go.steps, go.window,
                                          "lr " + lr_text(lr) + ", warmup " + std::to_string(w)));
         for (double y : plot.series.back().y) highest = std::max(highest, y);
       }
@@ -262,21 +195,21 @@ void draw_curves(const Cells& cells, std::size_t d, const Corpus& corpus, const 
       plot.series.push_back(flat_line("entropy-rate floor", 0, x1, corpus.floor));
     else
       plot.series.push_back(flat_line("unigram H1", 0, x1, corpus.unigram));
-    draw(plot, dir, "curves_" + name + "_" + p);
+    draw(plot, dir, "curves_" + name + "_" + file_part(p));
   }
 }
 
 // One plot per (corpus, warmup): final held-out loss against the learning rate, a line per placement.
-void draw_finals(const Cells& cells, std::size_t d, const Corpus& corpus, const GridOptions& go,
-                 const std::filesystem::path& dir) {
+void draw_finals(const Cells& cells, std::size_t d, const Corpus& corpus, const std::filesystem::path& dir) {
+  const GridOptions& go = cells.go;
   const std::string& name = go.datasets[d];
   for (std::size_t w : go.warmups) {
     const std::string title = name + ", warmup " + std::to_string(w) + ": final held-out loss (missing point: NaN)";
     Plot plot{title, "peak learning rate", "loss (nats)", true, false, {}};
-    for (const std::string& p : go.placements) {
+    for (const std::string& p : cells.placements) {
       Series s{p, {}, {}, {}};
       for (double lr : go.lrs) {
-        const auto& runs = cells.at({d, p, w, lr});
+        const auto runs = cells.at(d, p, w, lr);
         const Stat st = final_stat(runs);
         if (!std::isfinite(st.mean)) continue;
         s.x.push_back(lr);
@@ -294,69 +227,34 @@ void draw_finals(const Cells& cells, std::size_t d, const Corpus& corpus, const 
   }
 }
 
-void print_corpus(std::size_t d, const Corpus& c, const GridOptions& go) {
-  std::printf("\n%s: %s, vocab %zu, %zu training / %zu held-out tokens\n", go.datasets[d].c_str(), c.name.c_str(),
+void print_corpus(const std::string& name, const Corpus& c, double margin) {
+  std::printf("\n%s: %s, vocab %zu, %zu training / %zu held-out tokens\n", name.c_str(), c.name.c_str(),
               c.data.vocab(), c.data.tokens(nn::Split::train).size(), c.data.tokens(nn::Split::validation).size());
   std::printf("  uniform loss log V = %.4f; unigram entropy H1 = %.4f", c.uniform, c.unigram);
   if (!std::isnan(c.floor)) std::printf("; entropy-rate floor %.4f", c.floor);
   std::printf(
       "\n  verdict thresholds: diverged if NaN/Inf or final > %.4f (log V + %g); stuck if final > %.4f "
       "(H1 - %g); else trained\n",
-      c.uniform + go.margin, go.margin, c.unigram - go.margin, go.margin);
+      c.uniform + margin, margin, c.unigram - margin, margin);
 }
 
-void report(const std::vector<RunSpec>& specs, const std::vector<RunResult>& results,
-            const std::vector<Corpus>& corpora, const GridOptions& go, const RunOptions& ro) {
-  const Cells cells = group_cells(specs, results);
-  const std::filesystem::path dir = ro.out;
+void report(const Cells& g, const std::vector<Corpus>& corpora, const std::vector<unsigned>& seeds,
+            const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   for (std::size_t d = 0; d < corpora.size(); ++d) {
-    print_corpus(d, corpora[d], go);
-    const Table t = corpus_table(cells, d, corpora[d], go);
+    print_corpus(g.go.datasets[d], corpora[d], g.go.margin);
+    const Table t = corpus_table(g, d, corpora[d]);
     std::printf("  final held-out loss and verdict%s:\n\n%s",
                 std::isnan(corpora[d].floor) ? "" : " (+gap to the floor)", t.to_text().c_str());
-    t.write_csv(dir / ("grid_" + go.datasets[d] + ".csv"));
-    draw_curves(cells, d, corpora[d], go, dir);
-    draw_finals(cells, d, corpora[d], go, dir);
+    t.write_csv(dir / ("grid_" + g.go.datasets[d] + ".csv"));
+    draw_curves(g, d, corpora[d], dir);
+    draw_finals(g, d, corpora[d], dir);
   }
-  runs_table(specs, results, corpora, go).write_csv(dir / "runs.csv");
+  runs_table(g, corpora, seeds).write_csv(dir / "runs.csv");
   std::printf(
       "\nwrote %s: runs.csv, grid_<dataset>.csv, curves_<dataset>_<placement> and "
       "final_<dataset>_warmup<W> (.png, .svg)\n",
       dir.string().c_str());
-}
-
-void add_grid_options(CLI::App& app, GridOptions& go) {
-  app.add_option("--placements", go.placements, "placements of the grid (comma-separated)")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"post", "pre", "peri", "sandwich", "deepnorm", "rezero"}))
-      ->capture_default_str();
-  app.add_option("--lrs", go.lrs, "peak learning rates (comma-separated)")->delimiter(',')->capture_default_str();
-  app.add_option("--warmups", go.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)")
-      ->delimiter(',')
-      ->capture_default_str();
-  app.add_option("--datasets", go.datasets, "corpora: markov and/or text (comma-separated)")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"markov", "text"}))
-      ->capture_default_str();
-  app.add_option("--text", go.text, "the text file of the text corpus (one token per distinct byte)")
-      ->check(CLI::ExistingFile)
-      ->capture_default_str();
-  app.add_option("--steps", go.steps, "training steps per run")->check(experiments::positive)->capture_default_str();
-  app.add_option("--eval-batches", go.eval_batches, "held-out batches averaged for the final loss")
-      ->check(experiments::positive)
-      ->capture_default_str();
-  app.add_option("--clip", go.clip, "clip the global gradient norm to this (0: no clipping)")->capture_default_str();
-  app.add_option("--margin", go.margin, "verdict margin in nats (see the verdicts above)")->capture_default_str();
-  app.add_option("--markov-order", go.markov_order, "Markov corpus: tokens of context")->capture_default_str();
-  app.add_option("--markov-concentration", go.markov_concentration, "Markov corpus: Dirichlet concentration")
-      ->capture_default_str();
-  app.add_option("--window", go.window, "steps averaged per point of the loss curves")
-      ->check(experiments::positive)
-      ->capture_default_str();
-  app.add_option("--jobs", go.jobs, "runs trained in parallel threads (results do not depend on it)")
-      ->check(experiments::positive)
-      ->capture_default_str();
 }
 
 std::vector<Corpus> load_corpora(const GridOptions& go, const ModelOptions& mo) {
@@ -379,60 +277,59 @@ std::vector<Corpus> load_corpora(const GridOptions& go, const ModelOptions& mo) 
 }  // namespace
 
 int main(int argc, char** argv) {
-  setup_process();
-
-  CLI::App app{
-      "Training-stability grid: placements x learning rates x warmup, Adam(0.9, 0.98), on a Markov corpus "
-      "and a text file; final held-out loss and a diverged/stuck/trained verdict per run.\n"
-      "Verdicts: diverged = NaN/Inf or final loss > log V + margin; stuck = final loss > H1 - margin (H1: "
-      "the corpus's unigram entropy, what a model ignoring the context reaches); trained = below that."};
-  ModelOptions mo = stability_model();
-  add_model_options(app, mo);
-  RunOptions ro;
-  ro.out = "out/warmup";
-  ro.seeds = 1;
-  add_run_options(app, ro);
+  Experiment ex("warmup", "Training-stability grid: placements x learning rates x warmup, Adam(0.9, 0.98), on a "
+                "Markov corpus and a text file; final held-out loss and a diverged/stuck/trained verdict per run.\n"
+                "Verdicts: diverged = NaN/Inf or final loss > log V + margin; stuck = final loss > H1 - margin (H1: "
+                "the corpus's unigram entropy, what a model ignoring the context reaches); trained = below that.",
+                "out/warmup");
+  ex.model = stability_model();
+  ex.seeds = 1;
   GridOptions go;
-  add_grid_options(app, go);
-  app.get_option("--seeds")->description(
-      "seeds per grid cell (default 1 to keep the grid fast; the cell then "
-      "shows mean ± std and how many seeds gave each verdict)");
-  app.get_option("--vocab")->description("vocabulary of the Markov corpus (the text file sets its own)");
-  app.get_option("--placement")->description("the placement of the --dump model (the grid uses --placements)");
-  app.get_option("--dump")->description(
-      "write the model of --placement at init (Markov vocab) with its gradients on "
-      "one fresh batch to this directory");
-  std::string graph;
-  add_graph_option(app, graph);
-  finish_cli(app);
-  CLI11_PARSE(app, argc, argv);
-
-  try {
-    if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
-      write_model_graph(graph, mo);
-      return 0;
-    }
-    const auto start = Clock::now();
+  add_flag(ex.app, "--lrs", go.lrs, "peak learning rates (comma-separated)");
+  add_flag(ex.app, "--warmups", go.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)");
+  add_flag(ex.app, "--datasets", go.datasets, "corpora: markov and/or text (comma-separated)");
+  add_flag(ex.app, "--text", go.text, "the text file of the text corpus (one token per distinct byte)");
+  add_flag(ex.app, "--steps", go.steps, "training steps per run");
+  add_flag(ex.app, "--eval-batches", go.eval_batches, "held-out batches averaged for the final loss");
+  add_flag(ex.app, "--clip", go.clip, "clip the global gradient norm to this");
+  add_flag(ex.app, "--margin", go.margin, "verdict margin in nats (see the verdicts above)");
+  add_flag(ex.app, "--markov-order", go.markov_order, "Markov corpus: tokens of context");
+  add_flag(ex.app, "--markov-concentration", go.markov_concentration, "Markov corpus: Dirichlet concentration");
+  add_flag(ex.app, "--window", go.window, "steps averaged per point of the loss curves");
+  describe(ex.app, "--seeds", "seeds per grid cell (default 1 to keep the grid fast; the cell then "
+                                            "shows mean ± std and how many seeds gave each verdict)");
+  describe(ex.app, "--vocab", "vocabulary of the Markov corpus (the text file sets its own)");
+  return ex.main(argc, argv, [&] {
+    const auto start = std::chrono::steady_clock::now();
+    const ModelOptions& mo = ex.model;
+    keep_first_of_each(go.datasets);
+    keep_first_of_each(go.lrs);
+    keep_first_of_each(go.warmups);
+    if (go.window > go.steps) throw FlagError("--window " + std::to_string(go.window) + " is more than --steps " + std::to_string(go.steps));
+    const bool text = std::count(go.datasets.begin(), go.datasets.end(), "text") > 0;
+    nn::ModelConfig largest = mo.config();
+    largest.vocab = std::max<std::size_t>(mo.vocab, text ? 256 : 0);
+    const std::size_t runs = go.datasets.size() * ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
+    ex.check_memory(largest, 2, false, runs, corpus_bytes(mo.vocab, go.markov_order, "") + (text ? corpus_bytes(0, 0, go.text) : 0));
     const std::vector<Corpus> corpora = load_corpora(go, mo);
-    const std::vector<RunSpec> specs = grid_specs(go, corpora.size(), mo.seed, ro.seeds);
     std::printf("warmup: %zu runs (%zu placements x %zu lrs x %zu warmups x %zu corpora x %zu seeds), %zu steps each\n",
-                specs.size(), go.placements.size(), go.lrs.size(), go.warmups.size(), corpora.size(), ro.seeds,
-                go.steps);
+                runs, ex.placements.size(), go.lrs.size(), go.warmups.size(), corpora.size(), ex.seeds, go.steps);
     std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu\n", mo.layers,
                 mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq);
     std::printf("  Adam(0.9, 0.98, eps 1e-8), linear warmup then constant lr, clip %s; %u parallel jobs\n",
-                go.clip > 0 ? fmt(go.clip).c_str() : "off", go.jobs);
+                go.clip > 0 ? fmt(go.clip).c_str() : "off", ex.jobs);
     std::fflush(stdout);
-    const std::vector<RunResult> results = run_grid(specs, corpora, mo, go);
-    report(specs, results, corpora, go, ro);
-    std::printf("time: %.1f s\n", std::chrono::duration<double>(Clock::now() - start).count());
-    if (!ro.dump.empty()) {
-      nn::TransformerLM model(mo.config());
-      dump_model(ro.dump, model, mo.batch, mo.seq, mo.seed);
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "warmup: error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+    Grid grid;
+    grid.axis("dataset", go.datasets).axis("placement", ex.placements).axis("warmup", labels(go.warmups));
+    grid.axis("lr", labels(go.lrs)).axis("seed", labels(ex.seed_list()));
+    const auto results = ex.run_cells(grid, "steps", [&](const Cell&) { return go.steps; }, [&](const Cell& c, Tick& tick) {
+      ModelOptions m = mo;
+      m.placement = ex.placements[c["placement"]];
+      m.seed = ex.seed_list()[c["seed"]];
+      return run_one(m, corpora[c["dataset"]], go.lrs[c["lr"]], go.warmups[c["warmup"]], go, tick);
+    });
+    if (!results) return;
+    report(Cells{*results, ex.placements, go}, corpora, ex.seed_list(), ex.out);
+    std::printf("time: %.1f s\n", seconds_since(start));
+  });
 }

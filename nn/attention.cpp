@@ -30,8 +30,8 @@ void check_heads(const char* op, const Shape& a, const Shape& b, std::size_t hea
 
 Var attention_composite(const Var& q_, const Var& k_, const Var& v_, std::size_t heads, Var* att_out, Site site) {
   const Shape xs = q_.shape(site);
-  check_heads("attention", xs, k_.shape(site), heads, site);
-  check_heads("attention", xs, v_.shape(site), heads, site);
+  check_heads("attention_composite", xs, k_.shape(site), heads, site);
+  check_heads("attention_composite", xs, v_.shape(site), heads, site);
   const long B = static_cast<long>(xs[0]), T = static_cast<long>(xs[1]);
   const long H = static_cast<long>(heads), dh = static_cast<long>(xs[2] / heads);
 
@@ -53,25 +53,22 @@ Var attention_composite(const Var& q_, const Var& k_, const Var& v_, std::size_t
   return reshape(permute(y, {0, 2, 1, 3}), {B, T, H * dh});
 }
 
-// ---- the fused kernels ----
+// ---- the fused ops' arithmetic ----
 // Head h of q (B, T, C) is the column block q[b, :, h*dh : (h+1)*dh]: a (T, dh) matrix whose rows are
 // C apart in memory. BLAS takes that row stride (lda = C) directly, so no head is ever copied out.
 
-Var attention_weights(const Var& q, const Var& k, std::size_t heads, Site site) {
-  const Shape xs = q.shape(site);
-  check_heads("attention_weights", xs, k.shape(site), heads, site);
-  const std::size_t B = xs[0], T = xs[1], C = xs[2], dh = C / heads;
+Array attention_weights_forward(const Array& q, const Array& k, std::size_t heads) {
+  const std::size_t B = q.shape()[0], T = q.shape()[1], C = q.shape()[2], dh = C / heads;
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
-
   // Per batch b and head h, with Q, K the head's (T, dh) blocks and S, A its (T, T) matrices:
   //   S = Q K^T / sqrt(dh)                                    (one gemm, the scale as its alpha)
   //   A[i, j] = e^(S[i, j] - m_i) / sum_{l <= i} e^(S[i, l] - m_i)  for j <= i,  m_i = max_{l <= i} S[i, l]
   //   A[i, j] = 0 for j > i                                   (the causal mask: the future is hidden)
-  Array att = Array::from_shape({B, heads, T, T});
+  Array att = Array::from_shape({B, heads, T, T});  // (B, H, T, T)
   for (std::size_t b = 0; b < B && T > 0; ++b)
     for (std::size_t h = 0; h < heads; ++h) {
-      const double* Q = q.value().data() + b * T * C + h * dh;
-      const double* K = k.value().data() + b * T * C + h * dh;
+      const double* Q = q.data() + b * T * C + h * dh;
+      const double* K = k.data() + b * T * C + h * dh;
       double* A = att.data() + (b * heads + h) * T * T;
       if (dh > 0)
         gemm(false, true, T, T, dh, scale, Q, C, K, C, 0.0, A, T);
@@ -87,66 +84,95 @@ Var attention_weights(const Var& q, const Var& k, std::size_t heads, Site site) 
         std::fill(row + i + 1, row + T, 0.0);
       }
     }
-
-  // Backward, per (b, h), with G = dL/dA:
-  //   dS[i, j] = A[i, j] (G[i, j] - sum_l G[i, l] A[i, l])     (softmax; 0 where masked, as A is 0)
-  //   dQ = dS K / sqrt(dh),   dK = dS^T Q / sqrt(dh)          (two gemms into the head's columns)
-  return q.tape(site).record("attention_weights", {q, k}, std::move(att),
-                             [B, T, C, dh, heads, scale](const BackwardArgs& g) -> Grads {
-    Array dq = Array::from_shape({B, T, C}), dk = Array::from_shape({B, T, C});  // every head writes its block
-    std::vector<double> dS(T * T);
-    for (std::size_t b = 0; b < B && T > 0; ++b)
-      for (std::size_t h = 0; h < heads; ++h) {
-        const double* A = g.out.data() + (b * heads + h) * T * T;
-        const double* G = g.grad.data() + (b * heads + h) * T * T;
-        for (std::size_t i = 0; i < T; ++i) {
-          double dot = 0.0;
-          for (std::size_t j = 0; j <= i; ++j) dot += G[i * T + j] * A[i * T + j];
-          for (std::size_t j = 0; j < T; ++j) dS[i * T + j] = A[i * T + j] * (G[i * T + j] - dot);
-        }
-        const std::size_t at = b * T * C + h * dh;
-        if (dh == 0) continue;
-        const double* Q = g.in(0).data() + at;
-        const double* K = g.in(1).data() + at;
-        if (g.needs(0)) gemm(false, false, T, dh, T, scale, dS.data(), T, K, C, 0.0, dq.data() + at, C);
-        if (g.needs(1)) gemm(true, false, T, dh, T, scale, dS.data(), T, Q, C, 0.0, dk.data() + at, C);
-      }
-    return {g.needs(0) ? std::move(dq) : Array{}, g.needs(1) ? std::move(dk) : Array{}};
-  }, site);
+  return att;
 }
 
-Var attention_mix(const Var& att, const Var& v, std::size_t heads, Site site) {
-  const Shape vs = v.shape(site), as = att.shape(site);
-  if (vs.size() != 3 || heads == 0 || vs[2] % heads != 0 || as != Shape{vs[0], heads, vs[1], vs[1]})
-    fail("attention_mix", site, "needs att (B, H, T, T) and v (B, T, C) with C = H * dh and H = " +
-                                    std::to_string(heads) + ", got att " + shape_str(as) + " and v " + shape_str(vs));
-  const std::size_t B = vs[0], T = vs[1], C = vs[2], dh = C / heads;
+Grads attention_weights_backward(const Array& grad, const Array& att, const Array& q, const Array& k,
+                                 std::size_t heads, const std::vector<bool>& needs) {
+  const std::size_t B = q.shape()[0], T = q.shape()[1], C = q.shape()[2], dh = C / heads;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  // Per (b, h), with G = dL/dA:
+  //   dS[i, j] = A[i, j] (G[i, j] - sum_l G[i, l] A[i, l])     (softmax; 0 where masked, as A is 0)
+  //   dQ = dS K / sqrt(dh),   dK = dS^T Q / sqrt(dh)          (two gemms into the head's columns)
+  Array dq = Array::from_shape({B, T, C}), dk = Array::from_shape({B, T, C});  // every head writes its block
+  std::vector<double> dS(T * T);
+  for (std::size_t b = 0; b < B && T > 0; ++b)
+    for (std::size_t h = 0; h < heads; ++h) {
+      const double* A = att.data() + (b * heads + h) * T * T;
+      const double* G = grad.data() + (b * heads + h) * T * T;
+      for (std::size_t i = 0; i < T; ++i) {
+        double dot = 0.0;
+        for (std::size_t j = 0; j <= i; ++j) dot += G[i * T + j] * A[i * T + j];
+        for (std::size_t j = 0; j < T; ++j) dS[i * T + j] = A[i * T + j] * (G[i * T + j] - dot);
+      }
+      const std::size_t at = b * T * C + h * dh;
+      if (dh == 0) continue;
+      const double* Q = q.data() + at;
+      const double* K = k.data() + at;
+      if (needs[0]) gemm(false, false, T, dh, T, scale, dS.data(), T, K, C, 0.0, dq.data() + at, C);
+      if (needs[1]) gemm(true, false, T, dh, T, scale, dS.data(), T, Q, C, 0.0, dk.data() + at, C);
+    }
+  return {needs[0] ? std::move(dq) : Array{}, needs[1] ? std::move(dk) : Array{}};
+}
 
+Array attention_mix_forward(const Array& att, const Array& v, std::size_t heads) {
+  const std::size_t B = v.shape()[0], T = v.shape()[1], C = v.shape()[2], dh = C / heads;
   // y[b, :, head h] = A V, with A = att[b, h] (T, T) and V the head's (T, dh) block of v: heads merged
   // back into (B, T, C) as they are written.
-  Array y = Array::from_shape({B, T, C});
+  Array y = Array::from_shape({B, T, C});  // (B, T, C)
   for (std::size_t b = 0; b < B && T > 0; ++b)
     for (std::size_t h = 0; h < heads && dh > 0; ++h) {
       const std::size_t at = b * T * C + h * dh;
-      gemm(false, false, T, dh, T, 1.0, att.value().data() + (b * heads + h) * T * T, T, v.value().data() + at, C,
-           0.0, y.data() + at, C);
+      gemm(false, false, T, dh, T, 1.0, att.data() + (b * heads + h) * T * T, T, v.data() + at, C, 0.0,
+           y.data() + at, C);
     }
+  return y;
+}
 
-  // Backward, per (b, h), with G the head's (T, dh) block of dL/dy:  dA = G V^T,  dV = A^T G.
-  return att.tape(site).record("attention_mix", {att, v}, std::move(y),
-                               [B, T, C, dh, heads](const BackwardArgs& g) -> Grads {
-    Array datt = Array::from_shape({B, heads, T, T}), dv = Array::from_shape({B, T, C});
-    if (dh == 0) datt.fill(0.0);  // otherwise every (b, h) block is written below
-    for (std::size_t b = 0; b < B && T > 0; ++b)
-      for (std::size_t h = 0; h < heads && dh > 0; ++h) {
-        const std::size_t at = b * T * C + h * dh, a_at = (b * heads + h) * T * T;
-        if (g.needs(0))
-          gemm(false, true, T, T, dh, 1.0, g.grad.data() + at, C, g.in(1).data() + at, C, 0.0, datt.data() + a_at, T);
-        if (g.needs(1))
-          gemm(true, false, T, dh, T, 1.0, g.in(0).data() + a_at, T, g.grad.data() + at, C, 0.0, dv.data() + at, C);
-      }
-    return {g.needs(0) ? std::move(datt) : Array{}, g.needs(1) ? std::move(dv) : Array{}};
+Grads attention_mix_backward(const Array& grad, const Array& att, const Array& v, std::size_t heads,
+                             const std::vector<bool>& needs) {
+  const std::size_t B = v.shape()[0], T = v.shape()[1], C = v.shape()[2], dh = C / heads;
+  // Per (b, h), with G the head's (T, dh) block of dL/dy:  dA = G V^T,  dV = A^T G.
+  Array datt = Array::from_shape({B, heads, T, T}), dv = Array::from_shape({B, T, C});
+  if (dh == 0) datt.fill(0.0);  // otherwise every (b, h) block is written below
+  for (std::size_t b = 0; b < B && T > 0; ++b)
+    for (std::size_t h = 0; h < heads && dh > 0; ++h) {
+      const std::size_t at = b * T * C + h * dh, a_at = (b * heads + h) * T * T;
+      if (needs[0])
+        gemm(false, true, T, T, dh, 1.0, grad.data() + at, C, v.data() + at, C, 0.0, datt.data() + a_at, T);
+      if (needs[1])
+        gemm(true, false, T, dh, T, 1.0, att.data() + a_at, T, grad.data() + at, C, 0.0, dv.data() + at, C);
+    }
+  return {needs[0] ? std::move(datt) : Array{}, needs[1] ? std::move(dv) : Array{}};
+}
+
+// ---- the fused form on Vars ----
+
+Var attention_weights_fused(const Var& q, const Var& k, std::size_t heads, Site site) {
+  check_heads("attention_weights_fused", q.shape(site), k.shape(site), heads, site);
+  Array att = attention_weights_forward(q.value(), k.value(), heads);  // (B, H, T, T)
+  return q.tape(site).record("attention_weights_fused", {q, k}, std::move(att),
+                             [heads](const BackwardArgs& g) -> Grads {
+    return attention_weights_backward(g.grad, g.out, g.in(0), g.in(1), heads, g.needs_grad);
   }, site);
+}
+
+Var attention_mix_fused(const Var& att, const Var& v, std::size_t heads, Site site) {
+  const Shape vs = v.shape(site), as = att.shape(site);
+  if (vs.size() != 3 || heads == 0 || vs[2] % heads != 0 || as != Shape{vs[0], heads, vs[1], vs[1]})
+    fail("attention_mix_fused", site, "needs att (B, H, T, T) and v (B, T, C) with C = H * dh and H = " +
+                                          std::to_string(heads) + ", got att " + shape_str(as) + " and v " +
+                                          shape_str(vs));
+  Array y = attention_mix_forward(att.value(), v.value(), heads);  // (B, T, C)
+  return att.tape(site).record("attention_mix_fused", {att, v}, std::move(y), [heads](const BackwardArgs& g) -> Grads {
+    return attention_mix_backward(g.grad, g.in(0), g.in(1), heads, g.needs_grad);
+  }, site);
+}
+
+Var attention_fused(const Var& q, const Var& k, const Var& v, std::size_t heads, Var* att_out, Site site) {
+  Var att = attention_weights_fused(q, k, heads, site);  // (B, H, T, T)
+  if (att_out) *att_out = att;
+  return attention_mix_fused(att, v, heads, site);       // (B, T, C)
 }
 
 // ---- the module ----
@@ -174,13 +200,11 @@ Var CausalSelfAttention::forward(const Var& x, Site site) {
   Var v_ = v.forward(x, site);
 
   Var merged;  // (B, T, C): every head's att @ v, heads side by side
-  if (fused) {
-    last_att = attention_weights(q_, k_, heads, site).named("att");  // (B, H, T, T)
-    merged = attention_mix(last_att, v_, heads, site);
-  } else {
+  if (fused)
+    merged = attention_fused(q_, k_, v_, heads, &last_att, site);
+  else
     merged = attention_composite(q_, k_, v_, heads, &last_att, site);
-    last_att.named("att");
-  }
+  last_att.named("att");  // (B, H, T, T)
   return o.forward(merged, site);  // (B, T, C) = merged Wo + bo
 }
 

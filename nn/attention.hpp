@@ -9,6 +9,9 @@
 
 #include <cstddef>
 
+#include <vector>
+
+#include "engine/tape.hpp"
 #include "engine/var.hpp"
 #include "nn/init.hpp"
 #include "nn/linear.hpp"
@@ -29,13 +32,31 @@ inline constexpr double kMaskedScore = -1e9;
 Var attention_composite(const Var& q, const Var& k, const Var& v, std::size_t heads, Var* att_out = nullptr,
                         Site site = Site::current());
 
-// The fused kernels, two tape entries instead of ten, with no head ever copied out of (B, T, C):
-//   attention_weights: att = softmax(mask(q k^T / sqrt(dh))) per head       (B, T, C) x2 -> (B, H, T, T)
-//   attention_mix:     y = att v per head, heads merged                      (B, H, T, T), (B, T, C) -> (B, T, C)
+// The fused form, two tape entries instead of ten, with no head ever copied out of (B, T, C):
+//   attention_weights_fused  att = softmax(mask(q k^T / sqrt(dh))) per head   (B, T, C) x2 -> (B, H, T, T)
+//   attention_mix_fused      y = att v per head, heads merged                  (B, H, T, T), (B, T, C) -> (B, T, C)
+//   attention_fused          the two in a row: the twin of attention_composite (att_out receives att)
 // The masked (future) weights are exactly 0, as in the composite. tests/test_fused_kernels.cpp checks
-// that both agree in value and gradient.
-Var attention_weights(const Var& q, const Var& k, std::size_t heads, Site site = Site::current());
-Var attention_mix(const Var& att, const Var& v, std::size_t heads, Site site = Site::current());
+// that both forms agree in value and gradient.
+Var attention_weights_fused(const Var& q, const Var& k, std::size_t heads, Site site = Site::current());
+Var attention_mix_fused(const Var& att, const Var& v, std::size_t heads, Site site = Site::current());
+Var attention_fused(const Var& q, const Var& k, const Var& v, std::size_t heads, Var* att_out = nullptr,
+                    Site site = Site::current());
+
+// The fused ops' arithmetic on plain arrays, forward beside backward. Per batch b and head h, Q, K, V
+// are the head's (T, dh) column blocks of q, k, v (B, T, C), A = att[b, h] (T, T), G the incoming gradient:
+//   weights forward:   A = softmax(mask(Q K^T / sqrt(dh)))                                   -> (B, H, T, T)
+//   weights backward:  dS = A * (G - rowsum(G * A)),  dQ = dS K / sqrt(dh),  dK = dS^T Q / sqrt(dh)
+//                      -> {dq, dk} (B, T, C) each; att is the op's output, handed in by the tape
+//   mix forward:       Y = A V, heads merged                                                 -> (B, T, C)
+//   mix backward:      dA = G V^T,  dV = A^T G                      -> {datt (B, H, T, T), dv (B, T, C)}
+// An entry of `needs` that is false gives an empty array instead.
+Array attention_weights_forward(const Array& q, const Array& k, std::size_t heads);
+Grads attention_weights_backward(const Array& grad, const Array& att, const Array& q, const Array& k,
+                                 std::size_t heads, const std::vector<bool>& needs);
+Array attention_mix_forward(const Array& att, const Array& v, std::size_t heads);
+Grads attention_mix_backward(const Array& grad, const Array& att, const Array& v, std::size_t heads,
+                             const std::vector<bool>& needs);
 
 class CausalSelfAttention : public Module {
  public:
@@ -47,7 +68,7 @@ class CausalSelfAttention : public Module {
 
   // Handles to the last forward's attention weights (B, H, T, T), for experiments.
   Var last_att;
-  // true: the fused kernels attention_weights + attention_mix; false: attention_composite.
+  // true: attention_fused (two entries); false: attention_composite.
   bool fused = true;
 };
 

@@ -9,8 +9,12 @@ namespace {
 
 // The add of a residual connection, sum = skip + branch, with its inputs marked on the tape
 // (EdgeRole): tools/inspect splits the stream's gradient by these marks and draws the two paths apart.
-Var residual_add(const Var& skip, const Var& branch, Site site = Site::current()) {
-  return add(skip, branch, site).mark_input(0, EdgeRole::skip, site).mark_input(1, EdgeRole::branch, site);
+// detach-skip / detach-branch (Interventions) make it send zeros back along that input.
+Var residual_add(const Var& skip, const Var& branch, const Interventions& iv, Site site = Site::current()) {
+  Var sum = add(skip, branch, site).mark_input(0, EdgeRole::skip, site).mark_input(1, EdgeRole::branch, site);
+  if (iv.detach_skip) cut_gradient(sum, 0, site);
+  if (iv.detach_branch) cut_gradient(sum, 1, site);
+  return sum;
 }
 
 // alpha * x on the skip path (DeepNorm), its edge from x marked as the skip path's start.
@@ -18,24 +22,55 @@ Var scaled_skip(const Var& x, double alpha, Site site = Site::current()) {
   return mul(x, scalar_like(x, alpha, site), site).mark_input(0, EdgeRole::skip, site);
 }
 
+// omega (.) x on the skip path (Admin), omega [d] broadcast over (B, T); the edge from x is the skip's.
+Var weighted_skip(const Var& x, const Parameter& omega, Site site = Site::current()) {
+  return mul(x, Var(omega, site), site).mark_input(0, EdgeRole::skip, site);
+}
+
+// h + x, the skip of B2T's MLP sublayer: its own skip h and the connection from the block's bottom x,
+// both edges marked skip.
+Var b2t_skip(const Var& h, const Var& x, Site site = Site::current()) {
+  return add(h, x, site).mark_input(0, EdgeRole::skip, site).mark_input(1, EdgeRole::skip, site);
+}
+
+// The population variance of every element of a (what Admin's reference code takes with np.var).
+double variance(const Array& a) {
+  double mean = 0.0;
+  for (double v : a) mean += v;
+  mean /= static_cast<double>(a.size());
+  double var = 0.0;
+  for (double v : a) var += (v - mean) * (v - mean);
+  return var / static_cast<double>(a.size());
+}
+
+// This block's own layout: mixln's first K blocks are post blocks, the others pre blocks.
+Placement layout(const ModelConfig& c, std::size_t index) {
+  if (c.placement != Placement::mixln) return c.placement;
+  return index < c.mixln_post_blocks() ? Placement::post : Placement::pre;
+}
+
 }  // namespace
 
 Block::Block(const ModelConfig& config, std::size_t block_index, Initializer& init)
-    : placement(config.placement), index(block_index), attn(config.d_model, config.heads, init),
-      mlp(config.d_model, config.ff(), init) {
+    : placement(layout(config, block_index)), norm(config.norm), residual(config.residual), index(block_index),
+      attn(config.d_model, config.heads, init), mlp(config.d_model, config.ff(), init) {
   const std::size_t d = config.d_model;
-  const bool has_ln = placement != Placement::rezero;
-  if (has_ln) ln1 = std::make_unique<LayerNorm>(d);
-  if (has_ln) ln2 = std::make_unique<LayerNorm>(d);
+  ln1 = make_norm(norm, d, config.dyt_alpha);
+  ln2 = make_norm(norm, d, config.dyt_alpha);
   if (placement == Placement::peri) {
-    ln_attn_out = std::make_unique<LayerNorm>(d);
-    ln_mlp_out = std::make_unique<LayerNorm>(d);
+    ln_attn_out = make_norm(norm, d, config.dyt_alpha);
+    ln_mlp_out = make_norm(norm, d, config.dyt_alpha);
   }
-  if (placement == Placement::rezero) {
+  if (residual == Residual::rezero) {
     rezero_attn = add_parameter("rezero_attn", zeros({1}));  // a_attn = 0: the block starts as the identity
     rezero_mlp = add_parameter("rezero_mlp", zeros({1}));    // a_mlp = 0
   }
-  if (placement == Placement::deepnorm) {
+  if (residual == Residual::admin) {
+    // omega, one per feature and sublayer; ones until TransformerLM::profile_admin sets them.
+    admin_attn = add_parameter("admin_attn", ones({d}));
+    admin_mlp = add_parameter("admin_mlp", ones({d}));
+  }
+  if (residual == Residual::deepnorm) {
     // DeepNet (Wang et al. 2022), decoder-only with N layers: alpha = (2N)^(1/4), beta = (8N)^(-1/4).
     const double N = static_cast<double>(config.layers);
     alpha = std::pow(2.0 * N, 0.25);
@@ -46,6 +81,7 @@ Block::Block(const ModelConfig& config, std::size_t block_index, Initializer& in
     attn.v.weight.value() *= beta;
     attn.o.weight.value() *= beta;
   }
+  if (residual == Residual::lns) lns_scale = 1.0 / std::sqrt(static_cast<double>(index + 1));  // l = index + 1
   // Registration order is listing order: ln1, attn, ln_attn_out, ln2, mlp, ln_mlp_out.
   if (ln1) add_child("ln1", *ln1);
   add_child("attn", attn);
@@ -55,9 +91,15 @@ Block::Block(const ModelConfig& config, std::size_t block_index, Initializer& in
   if (ln_mlp_out) add_child("ln_mlp_out", *ln_mlp_out);
 }
 
+std::vector<NormLayer*> Block::norms() const {
+  std::vector<NormLayer*> out;
+  for (NormLayer* n : {ln1.get(), ln_attn_out.get(), ln2.get(), ln_mlp_out.get()})
+    if (n) out.push_back(n);
+  return out;
+}
+
 void Block::set_fused_norms(bool fused) {
-  for (LayerNorm* ln : {ln1.get(), ln2.get(), ln_attn_out.get(), ln_mlp_out.get()})
-    if (ln) ln->fused = fused;
+  for (NormLayer* n : norms()) n->fused = fused;
 }
 
 Var Block::forward(const Var& x, Site site) {
@@ -73,85 +115,64 @@ Var Block::forward(const Var& x, Site site) {
     ModuleScope scope(tape, name);
     return layer.forward(in, site);
   };
+  // A norm of the block: the identity for norm none; times 1/sqrt(l) for lns (in the norm's scope).
+  auto normed = [&](const char* name, const std::unique_ptr<NormLayer>& n, const Var& in) -> Var {
+    if (!n) return in;
+    ModuleScope scope(tape, name);
+    Var y = n->forward(in, site);
+    if (residual == Residual::lns) y = mul(y, scalar_like(y, lns_scale));  // y / sqrt(l)
+    return y;
+  };
+  // The skip of a sublayer whose input is s: s, alpha s (deepnorm) or omega (.) s (admin).
+  auto skip_of = [&](const Var& s, Parameter& omega, const char* label) -> Var {
+    if (residual == Residual::deepnorm) return scaled_skip(s, alpha).named(p + label);
+    if (residual != Residual::admin) return s;
+    if (admin_profile) omega.value().fill(admin_profile->ratio);  // omega_i = the ratio so far
+    return weighted_skip(s, omega).named(p + label);
+  };
+  // Admin's profiling: the next sublayer's ratio is sqrt(Var(omega (.) s) + Var(F(s))).
+  auto profile = [&](const Var& skip, const Var& branch) {
+    if (admin_profile) admin_profile->ratio = std::sqrt(variance(skip.value()) + variance(branch.value()));
+  };
+  // ReZero's scalar a as a Var, made before the sublayer runs, so that its leaf precedes the sublayer's
+  // entries on the tape (where `F(x) * a` has always put it); empty otherwise.
+  auto gate = [&](const Parameter& a) { return residual == Residual::rezero ? Var(a) : Var(); };
+  // The branch's scale: a F for rezero, F otherwise.
+  auto gated = [&](const Var& f, const Var& a) { return residual == Residual::rezero ? f * a : f; };
   BlockTrace t;
   t.input = x;  // (B, T, C)
 
-  switch (placement) {
-    case Placement::post: {
-      // h = LN1(x + Attn(x))
-      t.attn_in = x;
-      t.attn_skip = x;
-      t.attn_branch = run("attn", attn, x);
-      t.attn_sum = residual_add(t.attn_skip, t.attn_branch);
-      t.mid = run("ln1", *ln1, t.attn_sum);
-      // y = LN2(h + MLP(h))
-      t.mlp_in = t.mid;
-      t.mlp_skip = t.mid;
-      t.mlp_branch = run("mlp", mlp, t.mid);
-      t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch);
-      t.out = run("ln2", *ln2, t.mlp_sum);
-      break;
-    }
-    case Placement::pre: {
-      // h = x + Attn(LN1(x))
-      t.attn_in = run("ln1", *ln1, x);
-      t.attn_skip = x;
-      t.attn_branch = run("attn", attn, t.attn_in);
-      t.attn_sum = residual_add(t.attn_skip, t.attn_branch);
-      t.mid = t.attn_sum;
-      // y = h + MLP(LN2(h))
-      t.mlp_in = run("ln2", *ln2, t.mid);
-      t.mlp_skip = t.mid;
-      t.mlp_branch = run("mlp", mlp, t.mlp_in);
-      t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch);
-      t.out = t.mlp_sum;
-      break;
-    }
-    case Placement::peri: {
-      // h = x + LNa_out(Attn(LN1(x)))
-      t.attn_in = run("ln1", *ln1, x);
-      t.attn_skip = x;
-      t.attn_branch = run("ln_attn_out", *ln_attn_out, run("attn", attn, t.attn_in));
-      t.attn_sum = residual_add(t.attn_skip, t.attn_branch);
-      t.mid = t.attn_sum;
-      // y = h + LNm_out(MLP(LN2(h)))
-      t.mlp_in = run("ln2", *ln2, t.mid);
-      t.mlp_skip = t.mid;
-      t.mlp_branch = run("ln_mlp_out", *ln_mlp_out, run("mlp", mlp, t.mlp_in));
-      t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch);
-      t.out = t.mlp_sum;
-      break;
-    }
-    case Placement::deepnorm: {
-      // h = LN1(alpha * x + Attn(x))
-      t.attn_in = x;
-      t.attn_skip = scaled_skip(x, alpha).named(p + "attn_skip");
-      t.attn_branch = run("attn", attn, x);
-      t.attn_sum = residual_add(t.attn_skip, t.attn_branch);
-      t.mid = run("ln1", *ln1, t.attn_sum);
-      // y = LN2(alpha * h + MLP(h))
-      t.mlp_in = t.mid;
-      t.mlp_skip = scaled_skip(t.mid, alpha).named(p + "mlp_skip");
-      t.mlp_branch = run("mlp", mlp, t.mid);
-      t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch);
-      t.out = run("ln2", *ln2, t.mlp_sum);
-      break;
-    }
-    case Placement::rezero: {
-      // h = x + a_attn * Attn(x)
-      t.attn_in = x;
-      t.attn_skip = x;
-      t.attn_branch = run("attn", attn, x) * rezero_attn;
-      t.attn_sum = residual_add(t.attn_skip, t.attn_branch);
-      t.mid = t.attn_sum;
-      // y = h + a_mlp * MLP(h)
-      t.mlp_in = t.mid;
-      t.mlp_skip = t.mid;
-      t.mlp_branch = run("mlp", mlp, t.mid) * rezero_mlp;
-      t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch);
-      t.out = t.mlp_sum;
-      break;
-    }
+  if (placement == Placement::post || placement == Placement::b2t) {
+    // h = N1(skip(x) + Attn(x))
+    t.attn_in = x;
+    t.attn_skip = skip_of(x, admin_attn, "attn_skip");
+    t.attn_branch = run("attn", attn, x);
+    profile(t.attn_skip, t.attn_branch);
+    t.attn_sum = residual_add(t.attn_skip, t.attn_branch, interventions);
+    t.mid = normed("ln1", ln1, t.attn_sum);
+    // post: y = N2(skip(h) + MLP(h));   b2t: y = N2((h + x) + MLP(h))
+    t.mlp_in = t.mid;
+    t.mlp_skip = placement == Placement::b2t ? b2t_skip(t.mid, x).named(p + "mlp_skip")
+                                             : skip_of(t.mid, admin_mlp, "mlp_skip");
+    t.mlp_branch = run("mlp", mlp, t.mid);
+    profile(t.mlp_skip, t.mlp_branch);
+    t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch, interventions);
+    t.out = normed("ln2", ln2, t.mlp_sum);
+  } else {  // pre and peri
+    // h = x + gate(Na(Attn(N1(x))))   (Na only for peri, gate only for rezero)
+    t.attn_in = normed("ln1", ln1, x);
+    t.attn_skip = x;
+    const Var a_attn = gate(rezero_attn);
+    t.attn_branch = gated(normed("ln_attn_out", ln_attn_out, run("attn", attn, t.attn_in)), a_attn);
+    t.attn_sum = residual_add(t.attn_skip, t.attn_branch, interventions);
+    t.mid = t.attn_sum;
+    // y = h + gate(Nm(MLP(N2(h))))
+    t.mlp_in = normed("ln2", ln2, t.mid);
+    t.mlp_skip = t.mid;
+    const Var a_mlp = gate(rezero_mlp);
+    t.mlp_branch = gated(normed("ln_mlp_out", ln_mlp_out, run("mlp", mlp, t.mlp_in)), a_mlp);
+    t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch, interventions);
+    t.out = t.mlp_sum;
   }
 
   // Labels for the tape listing. A Var that is also the stream gets the stream's name.

@@ -1,74 +1,100 @@
-// The residual block, with the normalization placement chosen at run time (ModelConfig::placement).
-// Attn is CausalSelfAttention, MLP the feed-forward sublayer, LN a LayerNorm over the last axis:
-//   post:      h = LN1(x + Attn(x));              y = LN2(h + MLP(h))
-//   pre:       h = x + Attn(LN1(x));              y = h + MLP(LN2(h))        (the model adds ln_f)
-//   peri:      h = x + LNa(Attn(LN1(x)));         y = h + LNm(MLP(LN2(h)))   (the model adds ln_f)
-//   deepnorm:  h = LN1(alpha x + Attn(x));        y = LN2(alpha h + MLP(h))
-//              alpha = (2N)^(1/4); at init fc1, fc2, v, o weights *= beta = (8N)^(-1/4)
-//   rezero:    h = x + a_attn Attn(x);            y = h + a_mlp MLP(h)       a_* scalars, init 0, no LN
+// The residual block, built from ModelConfig's three axes (placement, norm, residual; docs/placements.md
+// has each member beside its paper). Attn is CausalSelfAttention, MLP the feed-forward sublayer, N the
+// block's norm (LayerNorm, RMSNorm, DyT, or the identity for norm none), x the block's input:
+//   post:   h = N1(x + Attn(x));              y = N2(h + MLP(h))
+//   pre:    h = x + Attn(N1(x));              y = h + MLP(N2(h))          (the model adds ln_f)
+//   peri:   h = x + Na(Attn(N1(x)));          y = h + Nm(MLP(N2(h)))      (the model adds ln_f)
+//   b2t:    h = N1(x + Attn(x));              y = N2(h + MLP(h) + x)      (no ln_f)
+//   mixln:  blocks 0 .. K-1 are post blocks, blocks K .. L-1 pre blocks   (the model adds ln_f)
+// and the residual axis changes each sublayer's  sum = skip + branch:
+//   none      skip = s,                 branch = F
+//   deepnorm  skip = alpha s,           branch = F    alpha = (2N)^(1/4); at init fc1, fc2, v, o *= (8N)^(-1/4)
+//   admin     skip = omega (.) s,       branch = F    omega [d] learnable, set by a profiling pass at init
+//   rezero    skip = s,                 branch = a F  a [1] learnable, 0 at init
+//   lns       every norm's output inside block l (l = index + 1) is multiplied by 1/sqrt(l)
 // N is the number of layers of the model. Parameter names are in docs/placements.md.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "engine/parameter.hpp"
 #include "engine/var.hpp"
 #include "nn/attention.hpp"
 #include "nn/config.hpp"
 #include "nn/init.hpp"
-#include "nn/layernorm.hpp"
+#include "nn/interventions.hpp"
 #include "nn/mlp.hpp"
 #include "nn/module.hpp"
+#include "nn/norm.hpp"
 
 namespace gs::nn {
 
 // Handles to the residual stream of a block's last forward, for experiments that separate the
 // identity path from the branch path. Each sublayer adds  sum = skip + branch:
-//   skip    the identity path: x itself, or alpha * x for deepnorm
-//   branch  what the sublayer adds: Attn(x), Attn(LN1 x), LNa(Attn(LN1 x)) or a_attn * Attn(x)
-//   sum     the add; for pre, peri and rezero it is the stream itself (sum == mid / out),
-//           for post and deepnorm the stream is LN(sum)
-// Labels on the tape (i = the block's index): blocks.i.attn_in, .attn_branch, .attn_skip (deepnorm),
-// .attn_sum (post, deepnorm), .mid, and the same with mlp_ ending in .out: the stream positions have
-// the same names here, on the tape and in the stream experiment (blocks.i.mid, blocks.i.out). The
-// block's input is not relabelled: it is the previous block's out, or the model's "emb".
+//   skip    the identity path: x itself, alpha * x (deepnorm), omega * x (admin), or for b2t's MLP
+//           h + x (the sublayer's own skip h and the connection from the block's bottom x)
+//   branch  what the sublayer adds: Attn(x), Attn(N1 x), Na(Attn(N1 x)) or a_attn * Attn(x)
+//   sum     the add; for pre, peri (and mixln's pre blocks) it is the stream itself (sum == mid / out),
+//           for post, b2t (and mixln's post blocks) the stream is N(sum)
+// Labels on the tape (i = the block's index): blocks.i.attn_in, .attn_branch, .attn_skip (when the skip
+// is an op of its own), .attn_sum (when it is not the stream), .mid, and the same with mlp_ ending in
+// .out: the stream positions have the same names here, on the tape and in the stream experiment
+// (blocks.i.mid, blocks.i.out). The block's input is not relabelled: it is the previous block's out,
+// or the model's "emb".
 struct BlockTrace {
   Var input;        // x (B, T, C)
-  Var attn_in;      // what Attn saw: x, or LN1(x) for pre and peri
+  Var attn_in;      // what Attn saw: x, or N1(x) for pre and peri (times 1/sqrt(l) for lns)
   Var attn_skip;
   Var attn_branch;
   Var attn_sum;
   Var mid;          // h (B, T, C)
-  Var mlp_in;       // what MLP saw: h, or LN2(h) for pre and peri
+  Var mlp_in;       // what MLP saw: h, or N2(h) for pre and peri
   Var mlp_skip;
   Var mlp_branch;
   Var mlp_sum;
   Var out;          // y (B, T, C)
 };
 
+// Admin's profiling pass (TransformerLM::profile_admin): the running ratio of Liu et al.'s reference
+// code, handed from sublayer to sublayer in forward order (docs/placements.md#admin).
+struct AdminProfile {
+  double ratio = 1.0;
+};
+
 class Block : public Module {
  public:
-  // `index` is the block's position (for labels); config gives d, heads, d_ff, layers, placement.
+  // `index` is the block's position (for labels, mixln and lns); config gives d, heads, d_ff, layers
+  // and the three axes.
   Block(const ModelConfig& config, std::size_t index, Initializer& init);
 
   Var forward(const Var& x, Site site = Site::current());  // (B, T, C) -> (B, T, C)
-  void set_fused_norms(bool fused);  // fused or composite LayerNorms (default fused)
+  void set_fused_norms(bool fused);  // fused or composite norms (default fused)
+  std::vector<NormLayer*> norms() const;  // the block's norms that exist: ln1, ln_attn_out, ln2, ln_mlp_out
 
-  Placement placement;
+  Placement placement;  // this block's own layout: post, pre, peri or b2t (mixln's blocks are post or pre)
+  Norm norm;
+  Residual residual;
   std::size_t index;
-  double alpha = 1.0;  // deepnorm's skip scale (2N)^(1/4); 1 otherwise
-  double beta = 1.0;   // deepnorm's init scale (8N)^(-1/4) of fc1, fc2, v, o; 1 otherwise
+  double alpha = 1.0;      // deepnorm's skip scale (2N)^(1/4); 1 otherwise
+  double beta = 1.0;       // deepnorm's init scale (8N)^(-1/4) of fc1, fc2, v, o; 1 otherwise
+  double lns_scale = 1.0;  // lns: 1/sqrt(index + 1); 1 otherwise
 
-  // Children; a null pointer where the placement has no such norm.
-  std::unique_ptr<LayerNorm> ln1;          // post, pre, peri, deepnorm
+  // Children; a null pointer where the placement has no such norm or the norm is none.
+  std::unique_ptr<NormLayer> ln1;          // every placement
   CausalSelfAttention attn;
-  std::unique_ptr<LayerNorm> ln_attn_out;  // peri only
-  std::unique_ptr<LayerNorm> ln2;          // post, pre, peri, deepnorm
+  std::unique_ptr<NormLayer> ln_attn_out;  // peri only
+  std::unique_ptr<NormLayer> ln2;          // every placement
   MLP mlp;
-  std::unique_ptr<LayerNorm> ln_mlp_out;   // peri only
+  std::unique_ptr<NormLayer> ln_mlp_out;   // peri only
   Parameter rezero_attn;  // rezero only: shape [1], init 0
   Parameter rezero_mlp;   // rezero only: shape [1], init 0
+  Parameter admin_attn;   // admin only: omega of the attention's skip, shape [d]
+  Parameter admin_mlp;    // admin only: omega of the MLP's skip, shape [d]
+
+  Interventions interventions;            // detach-skip / detach-branch act here (TransformerLM::set_interventions)
+  AdminProfile* admin_profile = nullptr;  // set only during TransformerLM::profile_admin
 
   BlockTrace last;  // the stream of the last forward (handles into the current tape)
 };

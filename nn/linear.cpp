@@ -19,9 +19,51 @@ void check_linear_shapes(const char* op, const Shape& xs, const Shape& ws, const
 
 }  // namespace
 
+// ---- the fused op's arithmetic ----
+
+Array linear_forward(const Array& x, const Array& weight, const Array& bias) {
+  const std::size_t in = weight.shape()[0], out = weight.shape()[1];
+  const std::size_t rows = in == 0 ? 0 : x.size() / in;  // every leading position is a row
+  Shape out_shape = shape_of(x);
+  out_shape.back() = out;
+  // Y = X W + b with X (rows, in), W (in, out): every row of Y starts as b, then one gemm adds X W.
+  Array y = Array::from_shape(out_shape);  // (..., out)
+  for (std::size_t r = 0; r < rows; ++r) std::copy_n(bias.data(), out, y.data() + r * out);
+  if (rows > 0 && in > 0 && out > 0)
+    gemm(false, false, rows, out, in, 1.0, x.data(), in, weight.data(), out, 1.0, y.data(), out);
+  return y;
+}
+
+Grads linear_backward(const Array& grad, const Array& x, const Array& weight, const std::vector<bool>& needs) {
+  const std::size_t in = weight.shape()[0], out = weight.shape()[1];
+  const std::size_t rows = in == 0 ? 0 : x.size() / in;
+  const double* G = grad.data();  // (rows, out)
+  Array dx, dw, db;
+  if (needs[0]) {  // dX = G W^T  (..., in)
+    dx = Array::from_shape(shape_of(x));
+    if (out == 0) dx.fill(0.0);
+    else if (rows > 0 && in > 0)
+      gemm(false, true, rows, in, out, 1.0, G, out, weight.data(), out, 0.0, dx.data(), in);
+  }
+  if (needs[1]) {  // dW = X^T G  (in, out)
+    dw = Array::from_shape({in, out});
+    if (rows == 0) dw.fill(0.0);  // otherwise the gemm (beta = 0) writes every element
+    else if (in > 0 && out > 0)
+      gemm(true, false, in, out, rows, 1.0, x.data(), in, G, out, 0.0, dw.data(), out);
+  }
+  if (needs[2]) {  // db = sum over rows of G  (out,)
+    db = xt::zeros<double>({out});
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t j = 0; j < out; ++j) db.data()[j] += G[r * out + j];
+  }
+  return {std::move(dx), std::move(dw), std::move(db)};
+}
+
+// ---- the two forms on Vars ----
+
 Var linear_composite(const Var& x, const Var& weight, const Var& bias, Site site) {
   const Shape xs = x.shape(site), ws = weight.shape(site);
-  check_linear_shapes("linear", xs, ws, bias.shape(site), site);
+  check_linear_shapes("linear_composite", xs, ws, bias.shape(site), site);
   // (..., in) @ (in, out) + (out,) -> (..., out): matmul runs it as one gemm over every leading position.
   if (xs.size() >= 2) return matmul(x, weight) + bias;
   // A single vector (in,): as a (1, in) row and back.
@@ -29,45 +71,15 @@ Var linear_composite(const Var& x, const Var& weight, const Var& bias, Site site
   return reshape(y, {static_cast<long>(ws[1])});                              // (out,)
 }
 
-Var linear(const Var& x, const Var& weight, const Var& bias, Site site) {
-  const Shape xs = x.shape(site), ws = weight.shape(site);
-  check_linear_shapes("linear", xs, ws, bias.shape(site), site);
-  const std::size_t in = ws[0], out = ws[1];
-  const std::size_t rows = in == 0 ? 0 : x.value().size() / in;  // every leading position is a row
-  Shape out_shape = xs;
-  out_shape.back() = out;
-
-  // Y = X W + b with X (rows, in), W (in, out): every row of Y starts as b, then one gemm adds X W.
-  Array y = Array::from_shape(out_shape);
-  for (std::size_t r = 0; r < rows; ++r) std::copy_n(bias.value().data(), out, y.data() + r * out);
-  if (rows > 0 && in > 0 && out > 0)
-    gemm(false, false, rows, out, in, 1.0, x.value().data(), in, weight.value().data(), out, 1.0, y.data(), out);
-
-  // Backward, with G = dL/dY (rows, out):  dX = G W^T,  dW = X^T G,  db = sum over rows of G.
-  return x.tape(site).record("linear", {x, weight, bias}, std::move(y),
-                             [rows, in, out](const BackwardArgs& g) -> Grads {
-    const double* G = g.grad.data();
-    Array dx, dw, db;
-    if (g.needs(0)) {
-      dx = Array::from_shape(shape_of(g.in(0)));
-      if (out == 0) dx.fill(0.0);
-      else if (rows > 0 && in > 0)
-        gemm(false, true, rows, in, out, 1.0, G, out, g.in(1).data(), out, 0.0, dx.data(), in);
-    }
-    if (g.needs(1)) {
-      dw = Array::from_shape({in, out});
-      if (rows == 0) dw.fill(0.0);  // otherwise the gemm (beta = 0) writes every element
-      else if (in > 0 && out > 0)
-        gemm(true, false, in, out, rows, 1.0, g.in(0).data(), in, G, out, 0.0, dw.data(), out);
-    }
-    if (g.needs(2)) {
-      db = xt::zeros<double>({out});
-      for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t j = 0; j < out; ++j) db.data()[j] += G[r * out + j];
-    }
-    return {std::move(dx), std::move(dw), std::move(db)};
+Var linear_fused(const Var& x, const Var& weight, const Var& bias, Site site) {
+  check_linear_shapes("linear_fused", x.shape(site), weight.shape(site), bias.shape(site), site);
+  Array y = linear_forward(x.value(), weight.value(), bias.value());  // (..., out)
+  return x.tape(site).record("linear_fused", {x, weight, bias}, std::move(y), [](const BackwardArgs& g) -> Grads {
+    return linear_backward(g.grad, g.in(0), g.in(1), g.needs_grad);
   }, site);
 }
+
+// ---- the module ----
 
 Linear::Linear(std::size_t in, std::size_t out, Initializer& init) : in_features(in), out_features(out) {
   weight = add_parameter("weight", init.linear_weight(in, out));  // [in, out]
@@ -76,7 +88,7 @@ Linear::Linear(std::size_t in, std::size_t out, Initializer& init) : in_features
 
 Var Linear::forward(const Var& x, Site site) const {
   // y = x @ W + b
-  return linear(x, weight, bias, site);
+  return linear_fused(x, weight, bias, site);
 }
 
 }  // namespace gs::nn

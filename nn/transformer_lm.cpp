@@ -16,7 +16,15 @@ const ModelConfig& checked(const ModelConfig& c) {
   need(c.heads > 0, "heads must be at least 1");
   need(c.d_model > 0 && c.d_model % c.heads == 0,
        "d_model " + std::to_string(c.d_model) + " must be a positive multiple of heads " + std::to_string(c.heads));
+  const std::string why = refusal(c);
+  need(why.empty(), "placement '" + placement_name(c) + "' is refused: " + why);
   return c;
+}
+
+// The final norm: pre, peri and mixln end their stream of sums with one (none for norm none).
+std::unique_ptr<NormLayer> make_final_norm(const ModelConfig& c) {
+  const bool has = c.placement == Placement::pre || c.placement == Placement::peri || c.placement == Placement::mixln;
+  return has ? make_norm(c.norm, c.d_model, c.dyt_alpha) : nullptr;
 }
 
 std::vector<std::unique_ptr<Block>> make_blocks(const ModelConfig& config, Initializer& init) {
@@ -33,8 +41,7 @@ TransformerLM::TransformerLM(const ModelConfig& c)
       tok_emb(c.vocab, c.d_model, init_),
       pos_emb(c.context, c.d_model, init_),
       blocks(make_blocks(c, init_)),
-      ln_f(c.placement == Placement::pre || c.placement == Placement::peri ? std::make_unique<LayerNorm>(c.d_model)
-                                                                           : nullptr),
+      ln_f(make_final_norm(c)),
       head(c.d_model, c.vocab, init_) {
   add_child("tok_emb", tok_emb);
   add_child("pos_emb", pos_emb);
@@ -42,11 +49,52 @@ TransformerLM::TransformerLM(const ModelConfig& c)
   if (ln_f) add_child("ln_f", *ln_f);
   add_child("head", head);
   name_parameters();
+  if (c.residual == Residual::admin) {
+    // The profiling batch: 4 sequences of `context` tokens, uniform over the vocabulary, drawn after
+    // every parameter, so that no other parameter's draws move.
+    IndexArray ids = IndexArray::from_shape({4, c.context});
+    for (std::int64_t& id : ids) id = static_cast<std::int64_t>(init_.rng()() % c.vocab);
+    profile_admin(ids);
+  }
 }
 
 void TransformerLM::set_fused_norms(bool fused) {
   for (auto& block : blocks) block->set_fused_norms(fused);
   if (ln_f) ln_f->fused = fused;
+}
+
+void TransformerLM::profile_admin(const IndexArray& ids) {
+  if (config.residual != Residual::admin)
+    throw Error("TransformerLM.profile_admin: the model's residual is " + to_string(config.residual) + ", not admin");
+  // One forward pass on a tape of its own, without gradients; each block sets its omegas from the
+  // running ratio before its adds and updates the ratio after each sublayer (Block::forward).
+  Tape tape;
+  TapeScope on(tape);
+  NoGradScope no_grad(tape);
+  AdminProfile profile;
+  for (auto& block : blocks) block->admin_profile = &profile;
+  try {
+    logits(ids);
+  } catch (...) {
+    for (auto& block : blocks) block->admin_profile = nullptr;
+    throw;
+  }
+  for (auto& block : blocks) block->admin_profile = nullptr;
+  last = LMTrace{};
+  for (auto& block : blocks) block->last = BlockTrace{};
+}
+
+void TransformerLM::set_interventions(const Interventions& iv) {
+  const std::string why = refusal(iv, config);
+  if (!why.empty()) throw Error("intervene '" + to_string(iv) + "' is refused for " + placement_name(config) + ": " + why);
+  interventions_ = iv;
+  for (auto& block : blocks) {
+    block->interventions = iv;
+    for (NormLayer* n : block->norms()) {
+      n->grad = NormGrad{iv.ln_undo_gain, iv.ln_detach_stats};
+      for (NamedParameter& p : n->named_parameters()) p.parameter.set_requires_grad(!iv.freeze_ln);
+    }
+  }
 }
 
 Var TransformerLM::logits(const IndexArray& ids, Site site) {
@@ -56,10 +104,7 @@ Var TransformerLM::logits(const IndexArray& ids, Site site) {
   if (s[0] == 0 || s[1] == 0 || s[1] > config.context)
     fail("TransformerLM.logits", site, "ids " + shape_str(s) + " need B >= 1 and 1 <= T <= context = " +
                                            std::to_string(config.context));
-  for (std::int64_t id : ids)
-    if (id < 0 || static_cast<std::size_t>(id) >= config.vocab)
-      fail("TransformerLM.logits", site, "token id " + std::to_string(id) + " in ids " + shape_str(s) +
-                                             " is out of range [0, vocab = " + std::to_string(config.vocab) + ")");
+  // Token ids are checked once, by tok_emb (Embedding::forward), under the same call site.
 
   // Each child runs under its name on the tape's module scope (Entry::scope "blocks.3", ...).
   Tape& tape = Tape::current();

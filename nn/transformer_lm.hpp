@@ -1,14 +1,15 @@
 // A decoder-only Transformer language model:
 //   x = tok_emb[ids] + pos_emb[0:T]          (B, T, C)
-//   x = blocks[i](x) for i = 0..N-1          (B, T, C)   placement from ModelConfig
-//   x = ln_f(x)                              only for pre and peri
+//   x = blocks[i](x) for i = 0..N-1          (B, T, C)   placement, norm, residual from ModelConfig
+//   x = ln_f(x)                              pre, peri and mixln (a norm of ModelConfig::norm; none for none)
 //   logits = x @ head.weight + head.bias     (B, T, V)
 //   loss = mean over (B, T) of -log softmax(logits)[target]
 // Parameter names (dotted, exact): tok_emb.weight [V,d], pos_emb.weight [T,d],
 // blocks.{i}.ln1.{weight,bias} [d], blocks.{i}.attn.{q,k,v,o}.weight [d,d] and .bias [d],
 // blocks.{i}.ln2.{weight,bias}, blocks.{i}.mlp.fc1.weight [d,d_ff], .bias [d_ff],
 // blocks.{i}.mlp.fc2.weight [d_ff,d], .bias [d], ln_f.{weight,bias}, head.weight [d,V], head.bias [V];
-// plus the extra parameters of peri and rezero listed in docs/placements.md.
+// with the norm's own parameter names (rms: weight only; dyt: weight, bias, alpha), plus the extra
+// parameters of peri, rezero and admin listed in docs/placements.md.
 #pragma once
 
 #include <cstddef>
@@ -20,9 +21,10 @@
 #include "nn/config.hpp"
 #include "nn/embedding.hpp"
 #include "nn/init.hpp"
-#include "nn/layernorm.hpp"
+#include "nn/interventions.hpp"
 #include "nn/linear.hpp"
 #include "nn/module.hpp"
+#include "nn/norm.hpp"
 
 namespace gs::nn {
 
@@ -36,7 +38,8 @@ struct LMTrace {
 class TransformerLM : public Module {
  public:
   // Builds and initialises every parameter from config.init and config.seed; throws gs::Error for an
-  // impossible config (d_model not divisible by heads, a zero size).
+  // impossible config (d_model not divisible by heads, a zero size, a refused placement). For
+  // residual admin it then runs profile_admin on a batch of its own (docs/placements.md#admin).
   explicit TransformerLM(const ModelConfig& config);
 
   // ids (B, T) integers in [0, V), 1 <= T <= context  ->  logits (B, T, V)
@@ -44,17 +47,29 @@ class TransformerLM : public Module {
   // The mean cross-entropy of logits(ids) against targets (B, T): a scalar.
   Var loss(const IndexArray& ids, const IndexArray& targets, Site site = Site::current());
 
-  void set_fused_norms(bool fused);  // every LayerNorm of the model fused (default) or composite
+  void set_fused_norms(bool fused);  // every norm of the model fused (default) or composite
   bool has_final_norm() const { return ln_f != nullptr; }
+
+  // Admin (Liu et al. 2020): sets every block's omegas by one forward pass on ids (B, T), in the order
+  // of their reference code (docs/placements.md#admin). The constructor calls it on B = 4 sequences of
+  // context tokens drawn uniformly from the initialiser's random stream; call it again to profile on
+  // data. Throws gs::Error unless the model's residual is admin.
+  void profile_admin(const IndexArray& ids);
+
+  // Switches the backward-pass interventions of every block (nn/interventions.hpp) on or off; throws
+  // gs::Error for a combination that refusal() refuses for this model. The forward pass is unchanged.
+  void set_interventions(const Interventions& interventions);
+  const Interventions& interventions() const { return interventions_; }
 
   ModelConfig config;
  private:
   Initializer init_;  // consumed by the members below, in this order
+  Interventions interventions_;
  public:
   Embedding tok_emb;                          // "tok_emb"
   PositionalEmbedding pos_emb;                // "pos_emb"
   std::vector<std::unique_ptr<Block>> blocks;  // "blocks.0", "blocks.1", ...
-  std::unique_ptr<LayerNorm> ln_f;            // "ln_f": pre and peri only, else null
+  std::unique_ptr<NormLayer> ln_f;            // "ln_f": pre, peri and mixln with a norm, else null
   Linear head;                                // "head"
 
   LMTrace last;

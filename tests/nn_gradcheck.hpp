@@ -19,8 +19,9 @@
 
 namespace gs::test {
 
-// The smallest model that still has every part: V=5, T=3, d=4, 2 heads, d_ff=8, 2 layers.
-inline nn::ModelConfig tiny_config(nn::Placement placement, nn::Init init = nn::Init::xavier) {
+// The smallest model that still has every part: V=5, T=3, d=4, 2 heads, d_ff=8, 2 layers, with the
+// placement `spec` (a preset or a triple P/N/R, nn::apply_placement).
+inline nn::ModelConfig tiny_config(const std::string& spec, nn::Init init = nn::Init::xavier) {
   nn::ModelConfig c;
   c.vocab = 5;
   c.context = 3;
@@ -28,10 +29,26 @@ inline nn::ModelConfig tiny_config(nn::Placement placement, nn::Init init = nn::
   c.heads = 2;
   c.d_ff = 8;
   c.layers = 2;
-  c.placement = placement;
+  nn::apply_placement(c, spec);
   c.init = init;
   c.seed = 1;
   return c;
+}
+
+// Every combination of the three axes that the model builds (nn::refusal() is empty), as canonical
+// triples "P/N/R" (the presets among them by their preset names), in axis order.
+inline std::vector<std::string> zoo() {
+  std::vector<std::string> out;
+  for (const char* p : {"post", "pre", "peri", "mixln", "b2t"})
+    for (const char* n : {"layer", "rms", "dyt", "none"})
+      for (const char* r : {"none", "deepnorm", "admin", "rezero", "lns"}) {
+        nn::ModelConfig c;
+        c.placement = nn::parse_placement(p);
+        c.norm = nn::parse_norm(n);
+        c.residual = nn::parse_residual(r);
+        if (nn::refusal(c).empty()) out.push_back(nn::placement_name(c));
+      }
+  return out;
 }
 
 struct ParamCheckResult {

@@ -1,11 +1,15 @@
 // Every binary of experiments/ and bench/ (their paths come from CMake, GRADSCOPE_BINARIES): --help
-// states each flag's default, and a bad flag or a bad value is one line on stderr naming it, with a
-// non-zero exit. Only the command line is exercised: nothing here trains or measures.
+// states each flag's default, a bad flag or a value outside the flag's range is one line on stderr
+// naming it with exit 2, a run that cannot fit in memory is refused at once, and a grid run in two
+// shards merges into exactly the tables and CSV files of the unsharded run.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <set>
+#include <tuple>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -31,11 +35,12 @@ struct Result {
   std::string out, err;
 };
 
-Result run(const std::string& binary, const std::string& args) {
+// Runs binary with args (in directory `cwd` if given).
+Result run(const std::string& binary, const std::string& args, const fs::path& cwd = {}) {
   const fs::path dir = fs::temp_directory_path() / ("gradscope_test_binaries_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const std::string command =
-      "'" + binary + "' " + args + " > '" + (dir / "out").string() + "' 2> '" + (dir / "err").string() + "'";
+  const std::string command = (cwd.empty() ? "" : "cd '" + cwd.string() + "' && ") + "'" + binary + "' " + args +
+                              " > '" + (dir / "out").string() + "' 2> '" + (dir / "err").string() + "'";
   const int raw = std::system(command.c_str());
   Result r{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, gs::nn::read_file(dir / "out"), gs::nn::read_file(dir / "err")};
   fs::remove_all(dir);
@@ -83,7 +88,7 @@ TEST_CASE("every binary: --help shows every flag's default; a bad flag or value 
     }
 
     const Result bad_flag = run(binary, "--no-such-flag");
-    REQUIRE(bad_flag.status != 0);
+    REQUIRE(bad_flag.status == 2);
     REQUIRE(bad_flag.out.empty());
     REQUIRE(lines_of(bad_flag.err) == 1);
     REQUIRE(bad_flag.err.rfind(name + ": error: ", 0) == 0);
@@ -92,7 +97,7 @@ TEST_CASE("every binary: --help shows every flag's default; a bad flag or value 
     REQUIRE(!numeric.empty());
     INFO("a bad value for " << numeric);
     const Result bad_value = run(binary, numeric + " abc");
-    REQUIRE(bad_value.status != 0);
+    REQUIRE(bad_value.status == 2);
     REQUIRE(bad_value.out.empty());
     REQUIRE(lines_of(bad_value.err) == 1);
     REQUIRE(bad_value.err.find(numeric) != std::string::npos);
@@ -116,5 +121,176 @@ TEST_CASE("tape_demo --graph and gradflow --graph write the graph, and exit 0", 
     REQUIRE(dot.find("label=") != std::string::npos);
     if (name == "gradflow") REQUIRE(dot.find("label=\"branch ") != std::string::npos);
   }
+  fs::remove_all(dir);
+}
+
+namespace {
+
+std::string path_of(const std::string& name) {
+  for (const std::string& binary : binaries())
+    if (fs::path(binary).filename() == name) return binary;
+  FAIL("no binary " << name);
+  return "";
+}
+
+// A refusal: exit 2 (a flag) or 1 (a run), one line on stderr that starts with the program's name.
+void require_refused(const Result& r, int status, const std::string& name, const std::vector<std::string>& mentions) {
+  REQUIRE(r.status == status);
+  REQUIRE(lines_of(r.err) == 1);
+  REQUIRE(r.err.rfind(name + ": error: ", 0) == 0);
+  for (const std::string& m : mentions) REQUIRE(r.err.find(m) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("every numeric flag of every binary refuses what is outside its range, naming the flag and the range",
+          "[binaries][ranges]") {
+  for (const std::string& binary : binaries()) {
+    const std::string name = fs::path(binary).filename().string();
+    for (const std::string& column : option_columns(run(binary, "--help").out)) {
+      const bool whole = column.find(" UINT") != std::string::npos || column.find(" INT") != std::string::npos;
+      const bool real = column.find(" FLOAT") != std::string::npos;
+      if (!whole && !real) continue;
+      const std::string flag = column.substr(0, column.find(' '));
+      const bool list = column.find(" ...") != std::string::npos || column.find("=[") != std::string::npos;
+      // Every range starts at 0 or above, so -1 is outside all of them (CLI11 alone wraps it to 2^64 - 1).
+      std::vector<std::string> bad = {"-1", real ? "nan" : "99999999999999999999", real ? "1e999" : "+5"};
+      if (list) bad.push_back(real ? "0.01,nan" : "4,-2");
+      for (const std::string& value : bad) {
+        INFO(name << " " << flag << " " << value);
+        const Result r = run(binary, flag + " " + value);
+        require_refused(r, 2, name, {flag, "is not a "});
+        REQUIRE(r.out.empty());
+      }
+    }
+  }
+}
+
+TEST_CASE("the number of jobs is capped, and flags that do not go together are refused before any work", "[binaries][ranges]") {
+  require_refused(run(path_of("warmup"), "--jobs 100000"), 2, "warmup", {"--jobs", "whole number in [1, "});
+  require_refused(run(path_of("gradflow"), "--heads 3"), 2, "gradflow", {"--heads 3 does not divide --d-model 64"});
+  require_refused(run(path_of("stream"), "--layers 3 --layers-list 2"), 2, "stream", {"--layers-list"});
+  require_refused(run(path_of("warmup"), "--steps 5 --window 10"), 2, "warmup", {"--window"});
+  require_refused(run(path_of("gradflow"), "--shard 1/2 --merge /tmp"), 2, "gradflow", {"--shard", "--merge"});
+  require_refused(run(path_of("train"), "--text /dev/zero"), 2, "train", {"--text", "regular file"});
+  const fs::path empty = fs::temp_directory_path() / ("gradscope_test_not_a_checkpoint_" + std::to_string(::getpid()));
+  fs::create_directories(empty);
+  require_refused(run(path_of("train"), "--resume '" + empty.string() + "'"), 1, "train", {"is not a gradscope checkpoint"});  // a bad run
+  fs::remove_all(empty);
+}
+
+TEST_CASE("a run that cannot fit in memory is refused before it allocates, with the estimate and its flags",
+          "[binaries][memory]") {
+  for (const auto& [name, args, flag] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"train", "--layers 100000", "--layers 100000"},
+           {"train", "--batch 10000000", "--batch 10000000"},
+           {"warmup", "--batch 10000000", "--batch 10000000"},
+           {"gradflow", "--depths 2,100000", "--layers 100000"},
+           {"stream", "--d-model 100000 --heads 1", "--d-model 100000"}}) {
+    INFO(name << " " << args);
+    const auto start = std::chrono::steady_clock::now();
+    const Result r = run(path_of(name), args);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    require_refused(r, 1, name, {"needs about", "MemAvailable", flag});
+    REQUIRE(seconds < 5.0);  // not a timing test: a refusal that allocated first would take minutes or be killed
+  }
+}
+
+TEST_CASE("train --temperature 0 samples greedily: the most likely token, not token 0", "[binaries]") {
+  const Result r = run(path_of("train"), "--steps 30 --eval-every 0 --eval-batches 1 --sample 40 --temperature 0");
+  REQUIRE(r.status == 0);
+  const std::string sample = r.out.substr(r.out.find("sample:\n") + 8);
+  REQUIRE(std::set<char>(sample.begin(), sample.end() - 1).size() >= 2);  // after 30 steps it predicts the chain
+}
+
+TEST_CASE("every grid binary: two shards merged print the tables and write the files of the unsharded run",
+          "[binaries][shards]") {
+  const fs::path dir = fs::temp_directory_path() / ("gradscope_test_shards_" + std::to_string(::getpid()));
+  const std::string model = " --d-model 8 --heads 2 --seq 6 --batch 3 --seeds 2";
+  for (const auto& [name, args] : std::vector<std::pair<std::string, std::string>>{
+           {"gradflow", model + " --depths 1,2"},
+           {"amplification", model + " --depths 1,2 --placements post,rezero"},
+           {"stream", model + " --layers-list 1,2 --placements pre,deepnorm --steps 2"},
+           {"dynamics", model + " --layers 2 --steps 4 --early 2 --eval-batches 1 --warmups 0,2"},
+           {"warmup", model + " --layers 2 --steps 4 --window 2 --eval-batches 1 --datasets markov --lrs 0.01,0.1 "
+                              "--placements post,pre --warmups 0"}}) {
+    INFO(name << args);
+    fs::remove_all(dir);
+    for (const char* sub : {"whole", "merged"}) fs::create_directories(dir / sub);
+    const std::string bin = path_of(name);
+    const Result whole = run(bin, args + " --out o", dir / "whole");
+    REQUIRE(whole.status == 0);
+    REQUIRE(run(bin, args + " --shard 1/2 --out '" + (dir / "s1").string() + "'").status == 0);
+    REQUIRE(run(bin, args + " --shard 2/2 --jobs 1 --out '" + (dir / "s2").string() + "'").status == 0);
+    const Result merged = run(bin, args + " --merge '" + (dir / "s1").string() + "','" + (dir / "s2").string() + "' --out o",
+                              dir / "merged");
+    REQUIRE(merged.status == 0);
+    auto tables = [](const std::string& out) {  // stdout without the timings
+      std::string kept, line;
+      std::stringstream lines(out);
+      while (std::getline(lines, line))
+        if (line.find("time:") == std::string::npos) kept += line + "\n";
+      return kept;
+    };
+    REQUIRE(tables(merged.out) == tables(whole.out));
+    std::size_t files = 0;
+    for (const auto& entry : fs::directory_iterator(dir / "whole" / "o")) {
+      const std::string ext = entry.path().extension().string();
+      if (ext != ".csv" && ext != ".dat" && ext != ".gp") continue;
+      INFO(entry.path().filename());
+      REQUIRE(gs::nn::read_file(dir / "merged" / "o" / entry.path().filename()) == gs::nn::read_file(entry.path()));
+      ++files;
+    }
+    REQUIRE(files >= 3);
+    // A shard missing, or shards of other flags, is refused.
+    require_refused(run(bin, args + " --merge '" + (dir / "s1").string() + "' --out m"), 1, name, {"shard 2 of 2 is missing"});
+    require_refused(run(bin, args + " --seed 7 --merge '" + (dir / "s1").string() + "','" + (dir / "s2").string() + "' --out m"),
+                    1, name, {"flags"});
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the binaries that draw one plot per placement name its file after a triple without its '/'",
+          "[binaries][zoo]") {
+  const fs::path dir = fs::temp_directory_path() / ("gradscope_test_triples_" + std::to_string(::getpid()));
+  const std::string model = " --d-model 8 --heads 2 --seq 6 --batch 3 --seeds 1 --placements post,pre/rms";
+  for (const auto& [name, args, plot] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"stream", model + " --layers-list 1 --steps 2", "split_pre-rms-none_L1.png"},
+           {"dynamics", model + " --layers 2 --steps 4 --early 2 --eval-batches 1 --warmups 0", "grads_pre-rms-none_w0.png"},
+           {"warmup", model + " --layers 2 --steps 4 --window 2 --eval-batches 1 --datasets markov --lrs 0.01 --warmups 0",
+            "curves_markov_pre-rms-none.png"}}) {
+    INFO(name << args);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const Result r = run(path_of(name), args + " --out o", dir);
+    REQUIRE(r.status == 0);
+    REQUIRE(fs::exists(dir / "o" / plot));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the zoo's axis flags (norm, residual, mixln-post, dyt-alpha) set what --placement and every "
+          "--placements entry build; a refused combination is one line naming it",
+          "[binaries][zoo]") {
+  const fs::path dir = fs::temp_directory_path() / ("gradscope_test_axes_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string tiny = " --d-model 8 --heads 2 --seq 6 --batch 3 --seeds 1 --depths 1,2";
+  const Result grid = run(path_of("gradflow"), tiny + " --placements post,pre --norm rms --out '" + (dir / "g").string() + "'");
+  INFO(grid.out << grid.err);
+  REQUIRE(grid.status == 0);
+  REQUIRE(grid.out.find("post/rms/none") != std::string::npos);
+  REQUIRE(grid.out.find("pre/rms/none") != std::string::npos);
+  require_refused(run(path_of("gradflow"), tiny + " --placements post,pre --residual admin"), 2, "gradflow",
+                  {"pre/layer/admin (--residual admin)", "needs placement post"});
+  require_refused(run(path_of("train"), "--placement mixln --layers 2 --mixln-post 3"), 2, "train",
+                  {"mixln_post 3 is more than the 2 layers"});
+
+  const Result train = run(path_of("train"), "--placement pre --norm dyt --dyt-alpha 0.25 --residual lns --layers 4 "
+                                             "--steps 1 --eval-every 0 --eval-batches 1 --dump '" + (dir / "d").string() + "'");
+  REQUIRE(train.status == 0);
+  const std::string config = gs::nn::read_file(dir / "d" / "config.json");
+  REQUIRE(config.find("\"norm\": \"dyt\"") != std::string::npos);
+  REQUIRE(config.find("\"residual\": \"lns\"") != std::string::npos);
+  REQUIRE(config.find("\"dyt_alpha\": 0.25") != std::string::npos);
   fs::remove_all(dir);
 }

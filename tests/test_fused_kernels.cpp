@@ -11,7 +11,10 @@
 #include "check.hpp"
 #include "engine/kernels/vector_math.hpp"
 #include "nn/attention.hpp"
+#include "nn/dyt.hpp"
+#include "nn/layernorm.hpp"
 #include "nn/linear.hpp"
+#include "nn/rmsnorm.hpp"
 #include "nn_gradcheck.hpp"
 
 using namespace gs;
@@ -65,7 +68,7 @@ TEST_CASE("fused attention (weights + mix) and the composite agree in value and 
     const std::size_t H = c.H;
     const Result plain = run([H](const Vars& v) { return attention_composite(v[0], v[1], v[2], H); }, qkv, 9);
     const Result fused =
-        run([H](const Vars& v) { return attention_mix(attention_weights(v[0], v[1], H), v[2], H); }, qkv, 9);
+        run([H](const Vars& v) { return attention_fused(v[0], v[1], v[2], H); }, qkv, 9);
     require_same(plain, fused);
 
     // The weights alone: (B, H, T, T), rows summing to 1, the future exactly 0 in both.
@@ -76,7 +79,7 @@ TEST_CASE("fused attention (weights + mix) and the composite agree in value and 
       attention_composite(v[0], v[1], Tape::current().constant(v_value), H, &att);
       return att;
     }, qk, 10);
-    const Result wf = run([H](const Vars& v) { return attention_weights(v[0], v[1], H); }, qk, 10);
+    const Result wf = run([H](const Vars& v) { return attention_weights_fused(v[0], v[1], H); }, qk, 10);
     REQUIRE(shape_of(wf.y) == Shape{c.B, c.H, c.T, c.T});
     require_same(wp, wf);
     for (std::size_t i = 0; i < c.T; ++i) {
@@ -91,21 +94,21 @@ TEST_CASE("fused attention (weights + mix) and the composite agree in value and 
 TEST_CASE("the fused attention ops reject bad shapes, naming op, shapes and call site", "[fused][attention][errors]") {
   Tape tape;
   Var q = tape.leaf(test::randn({2, 3, 4}, 1)), k = tape.leaf(test::randn({2, 3, 6}, 2));
-  REQUIRE_THROWS_WITH(attention_weights(q, k, 2), Catch::Contains("attention_weights") &&
+  REQUIRE_THROWS_WITH(attention_weights_fused(q, k, 2), Catch::Contains("attention_weights_fused") &&
                                                       Catch::Contains("(2, 3, 4)") && Catch::Contains("(2, 3, 6)") &&
                                                       Catch::Contains("test_fused_kernels.cpp"));
-  REQUIRE_THROWS_WITH(attention_weights(q, q, 3), Catch::Contains("divisible by heads = 3"));
+  REQUIRE_THROWS_WITH(attention_weights_fused(q, q, 3), Catch::Contains("divisible by heads = 3"));
   Var att = tape.leaf(test::randn({2, 2, 3, 2}, 3));
-  REQUIRE_THROWS_WITH(attention_mix(att, q, 2), Catch::Contains("attention_mix") && Catch::Contains("(2, 2, 3, 2)"));
+  REQUIRE_THROWS_WITH(attention_mix_fused(att, q, 2), Catch::Contains("attention_mix_fused") && Catch::Contains("(2, 2, 3, 2)"));
 }
 
 TEST_CASE("the fused attention ops pass gradient checks", "[fused][attention][gradcheck]") {
-  test::require_gradcheck([](const Vars& v) { return attention_weights(v[0], v[1], 2); },
+  test::require_gradcheck([](const Vars& v) { return attention_weights_fused(v[0], v[1], 2); },
                           {test::randn({2, 3, 4}, 1), test::randn({2, 3, 4}, 2)});
-  test::require_gradcheck([](const Vars& v) { return attention_mix(softmax(v[0], -1), v[1], 2); },
+  test::require_gradcheck([](const Vars& v) { return attention_mix_fused(softmax(v[0], -1), v[1], 2); },
                           {test::randn({2, 2, 3, 3}, 3), test::randn({2, 3, 4}, 4)});
   // q and k the same Var: both gradients add up in it.
-  test::require_gradcheck([](const Vars& v) { return attention_mix(attention_weights(v[0], v[0], 2), v[0], 2); },
+  test::require_gradcheck([](const Vars& v) { return attention_mix_fused(attention_weights_fused(v[0], v[0], 2), v[0], 2); },
                           {test::randn({1, 4, 4}, 5)});
 }
 
@@ -132,8 +135,8 @@ TEST_CASE("the fused linear op and matmul + bias agree, and the fused op passes 
     INFO("x " << shape_str(xs));
     const std::vector<Array> in{test::randn(xs, 1), test::randn({3, 4}, 2), test::randn({4}, 3)};
     require_same(run([](const Vars& v) { return linear_composite(v[0], v[1], v[2]); }, in, 4),
-                 run([](const Vars& v) { return linear(v[0], v[1], v[2]); }, in, 4));
-    test::require_gradcheck([](const Vars& v) { return linear(v[0], v[1], v[2]); }, in);
+                 run([](const Vars& v) { return linear_fused(v[0], v[1], v[2]); }, in, 4));
+    test::require_gradcheck([](const Vars& v) { return linear_fused(v[0], v[1], v[2]); }, in);
   }
 }
 
@@ -214,5 +217,111 @@ TEST_CASE("the vectorised GELU backward and softmax exponentials give the bits o
     const double scalar = dy(i) * (cdf + x(i) * (inv_sqrt_2pi * kernels::exp_like_xsimd(-0.5 * x(i) * x(i))));
     REQUIRE(std::bit_cast<std::uint64_t>(dx(i)) == std::bit_cast<std::uint64_t>(scalar));
     REQUIRE(std::bit_cast<std::uint64_t>(e(i)) == std::bit_cast<std::uint64_t>(kernels::exp_like_xsimd(x(i) - 1.5)));
+  }
+}
+
+TEST_CASE("each fused op's tape entry is its named forward and backward, bit for bit", "[fused][named]") {
+  // The closure a fused op leaves on the tape calls its named backward (nn/*.hpp, engine/ops/reduce.hpp):
+  // what the tape computes is exactly what the named pair computes on the same arrays.
+  auto bits_equal = [](const Array& a, const Array& b) {
+    REQUIRE(shape_of(a) == shape_of(b));
+    for (std::size_t i = 0; i < a.size(); ++i)
+      REQUIRE(std::bit_cast<std::uint64_t>(a.data()[i]) == std::bit_cast<std::uint64_t>(b.data()[i]));
+  };
+  const Array x = test::randn({2, 3, 4}, 1), w = test::randn({4}, 2), b = test::randn({4}, 3);
+  const Array g = test::randn({2, 3, 4}, 4);
+  const std::vector<bool> all{true, true, true};
+  auto check = [&](const Vars& in, const Var& y, const Array& y_named, const Grads& g_named, const Array& seed) {
+    y.backward(seed);
+    bits_equal(y.value(), y_named);
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      INFO("gradient of input " << k);
+      bits_equal(in[k].grad(), g_named[k]);
+    }
+  };
+  {
+    Tape tape;
+    Vars in{tape.leaf(x), tape.leaf(w), tape.leaf(b)};
+    LayerNormStats stats;
+    const Array y = layernorm_forward(x, w, b, 1e-5, stats);
+    check(in, layernorm_fused(in[0], in[1], in[2]), y, layernorm_backward(g, x, w, stats), g);
+  }
+  {
+    Tape tape;
+    Vars in{tape.leaf(x), tape.leaf(w)};
+    Array rstd;
+    const Array y = rmsnorm_forward(x, w, 1e-5, rstd);
+    check(in, rmsnorm_fused(in[0], in[1]), y, rmsnorm_backward(g, x, w, rstd), g);
+  }
+  {
+    Tape tape;
+    const Array a{0.8};
+    Vars in{tape.leaf(x), tape.leaf(w), tape.leaf(b), tape.leaf(a)};
+    check(in, dyt_fused(in[0], in[1], in[2], in[3]), dyt_forward(x, w, b, a), dyt_backward(g, x, w, a), g);
+  }
+  {
+    Tape tape;
+    const Array W = test::randn({4, 5}, 5), bias = test::randn({5}, 6), gy = test::randn({2, 3, 5}, 7);
+    Vars in{tape.leaf(x), tape.leaf(W), tape.leaf(bias)};
+    check(in, linear_fused(in[0], in[1], in[2]), linear_forward(x, W, bias), linear_backward(gy, x, W, all), gy);
+  }
+  {
+    Tape tape;
+    const Array q = test::randn({2, 5, 4}, 8), k = test::randn({2, 5, 4}, 9), ga = test::randn({2, 2, 5, 5}, 10);
+    Vars in{tape.leaf(q), tape.leaf(k)};
+    const Array att = attention_weights_forward(q, k, 2);
+    check(in, attention_weights_fused(in[0], in[1], 2), att, attention_weights_backward(ga, att, q, k, 2, all), ga);
+    Tape tape2;
+    const Array v = test::randn({2, 5, 4}, 11), gv = test::randn({2, 5, 4}, 12);
+    Vars mix{tape2.leaf(att), tape2.leaf(v)};
+    check(mix, attention_mix_fused(mix[0], mix[1], 2), attention_mix_forward(att, v, 2),
+          attention_mix_backward(gv, att, v, 2, all), gv);
+  }
+  {
+    Tape tape;
+    const Array z = test::randn({2, 3, 6}, 13);
+    const IndexArray t = {{0, 5, 2}, {1, 1, 4}};
+    Vars in{tape.leaf(z)};
+    const Var loss = cross_entropy(in[0], t);
+    check(in, loss, Array(cross_entropy_forward(z, t)), Grads{cross_entropy_backward(1.0, z, t)}, Array(1.0));
+  }
+}
+
+TEST_CASE("the fused LayerNorm and RMSNorm keep the arithmetic order of docs/layernorm.md", "[fused][named]") {
+  // The formulas as scalar loops in the order docs/layernorm.md writes them: the kernels give these bits.
+  const Array x = 2.0 * test::randn({3, 5}, 14) + 0.5, w = test::randn({5}, 15), b = test::randn({5}, 16);
+  const Array g = test::randn({3, 5}, 17);
+  const double eps = 1e-5, n = 5.0;
+  LayerNormStats stats;
+  const Array y = layernorm_forward(x, w, b, eps, stats);
+  const Grads grads = layernorm_backward(g, x, w, stats);
+  Array rstd_rms;
+  const Array y_rms = rmsnorm_forward(x, w, eps, rstd_rms);
+  const Grads grads_rms = rmsnorm_backward(g, x, w, rstd_rms);
+  for (std::size_t r = 0; r < 3; ++r) {
+    double mu = 0.0, var = 0.0, ms = 0.0;
+    for (std::size_t i = 0; i < 5; ++i) mu += x(r, i);
+    mu /= n;
+    for (std::size_t i = 0; i < 5; ++i) var += (x(r, i) - mu) * (x(r, i) - mu);
+    var /= n;
+    for (std::size_t i = 0; i < 5; ++i) ms += x(r, i) * x(r, i);
+    ms /= n;
+    const double rstd = 1.0 / std::sqrt(var + eps), rstd2 = 1.0 / std::sqrt(ms + eps);
+    double mg = 0.0, mgx = 0.0, mgx2 = 0.0;
+    for (std::size_t i = 0; i < 5; ++i) {
+      mg += g(r, i) * w(i);
+      mgx += g(r, i) * w(i) * ((x(r, i) - mu) * rstd);
+      mgx2 += g(r, i) * w(i) * (x(r, i) * rstd2);
+    }
+    mg /= n;
+    mgx /= n;
+    mgx2 /= n;
+    for (std::size_t i = 0; i < 5; ++i) {
+      const double x_hat = (x(r, i) - mu) * rstd, x_hat2 = x(r, i) * rstd2;
+      REQUIRE(y(r, i) == (x(r, i) - mu) * rstd * w(i) + b(i));
+      REQUIRE(grads[0](r, i) == rstd * (g(r, i) * w(i) - mg - x_hat * mgx));
+      REQUIRE(y_rms(r, i) == x(r, i) * rstd2 * w(i));
+      REQUIRE(grads_rms[0](r, i) == rstd2 * (g(r, i) * w(i) - x_hat2 * mgx2));
+    }
   }
 }

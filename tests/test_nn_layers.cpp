@@ -59,15 +59,15 @@ TEST_CASE("Linear computes x @ W + b over any leading axes and passes gradient c
       }
 
   // With respect to x, W and b as plain leaves (the engine's checker) ...
-  REQUIRE_GRADCHECK([](const std::vector<Var>& v) { return linear(v[0], v[1], v[2]); },
+  REQUIRE_GRADCHECK([](const std::vector<Var>& v) { return linear_fused(v[0], v[1], v[2]); },
                     (std::vector<Array>{x, test::randn({4, 3}, 4), test::randn({3}, 5)}));
-  REQUIRE_GRADCHECK([](const std::vector<Var>& v) { return linear(v[0], v[1], v[2]); },
+  REQUIRE_GRADCHECK([](const std::vector<Var>& v) { return linear_fused(v[0], v[1], v[2]); },
                     (std::vector<Array>{test::randn({5, 4}, 6), test::randn({4, 3}, 4), test::randn({3}, 5)}));
   // ... and through the module's Parameters.
   REQUIRE_PARAM_GRADCHECK(lin.named_parameters(), {x}, [&](const std::vector<Var>& v) { return lin.forward(v[0]); });
 
   REQUIRE_THROWS_WITH(lin.forward(tape.constant(test::randn({2, 5}, 1))),
-                      Catch::Contains("linear at") && Catch::Contains("(2, 5)") && Catch::Contains("test_nn_layers.cpp"));
+                      Catch::Contains("linear_fused at") && Catch::Contains("(2, 5)") && Catch::Contains("test_nn_layers.cpp"));
 }
 
 TEST_CASE("the embeddings look up rows and pass gradient checks", "[nn][embedding]") {

@@ -1,9 +1,11 @@
-// LayerNorm and RMSNorm: composite (engine ops) and fused (hand-derived backward) agree, and both pass
-// gradient checks w.r.t. x, weight and bias.
+// LayerNorm, RMSNorm and DyT: composite (engine ops) and fused (hand-written backward) agree, and both
+// pass gradient checks w.r.t. x and every parameter.
 #include <xtensor/xview.hpp>
 
 #include "check.hpp"
+#include "nn/dyt.hpp"
 #include "nn/layernorm.hpp"
+#include "nn/rmsnorm.hpp"
 #include "nn_gradcheck.hpp"
 
 using namespace gs;
@@ -108,4 +110,54 @@ TEST_CASE("fused and composite RMSNorm agree to 1e-12 and pass gradient checks",
     rms.fused = fused;
     REQUIRE_PARAM_GRADCHECK(rms.named_parameters(), {x}, [&](const std::vector<Var>& v) { return rms.forward(v[0]); });
   }
+}
+
+TEST_CASE("fused and composite DyT agree to 1e-12 and pass gradient checks", "[nn][dyt]") {
+  const Array x = 2.0 * test::randn({2, 3, 4}, 21) + 0.3;
+  const Array w = test::randn({4}, 22), b = test::randn({4}, 23), a = Array{0.7}, g = test::randn({2, 3, 4}, 24);
+  const std::vector<Array> in{x, w, b, a};
+  const Result c = run([](const std::vector<Var>& v) { return dyt_composite(v[0], v[1], v[2], v[3]); }, in, g);
+  const Result f = run([](const std::vector<Var>& v) { return dyt_fused(v[0], v[1], v[2], v[3]); }, in, g);
+  REQUIRE(max_diff(c.y, f.y) <= 1e-12);
+  for (std::size_t k = 0; k < 4; ++k) {
+    INFO("gradient of input " << k);
+    REQUIRE(max_diff(c.grads[k], f.grads[k]) <= 1e-12);
+  }
+  REQUIRE_GRADCHECK([](const std::vector<Var>& v) { return dyt_fused(v[0], v[1], v[2], v[3]); }, in);
+  REQUIRE_GRADCHECK([](const std::vector<Var>& v) { return dyt_composite(v[0], v[1], v[2], v[3]); }, in);
+  // The value is gamma * tanh(alpha x) + beta, element by element.
+  for (std::size_t i = 0; i < x.size(); ++i)
+    REQUIRE(f.y.data()[i] == Approx(std::tanh(0.7 * x.data()[i]) * w(i % 4) + b(i % 4)).epsilon(1e-15));
+}
+
+TEST_CASE("the DyT module: weight ones, bias zeros, alpha [1], one tape entry when fused, shape errors", "[nn][dyt]") {
+  DyT dyt(4, 0.5);
+  const auto named = dyt.named_parameters();
+  REQUIRE(named.size() == 3);
+  REQUIRE(named[0].name == "weight");
+  REQUIRE(named[1].name == "bias");
+  REQUIRE(named[2].name == "alpha");
+  REQUIRE(dyt.alpha.shape() == Shape{1});
+  REQUIRE(dyt.alpha.value()(0) == 0.5);
+  REQUIRE((dyt.weight.value() == Array(xt::ones<double>({4}))));
+  REQUIRE((dyt.bias.value() == Array(xt::zeros<double>({4}))));
+  Tape tape;
+  TapeScope scope(tape);
+  Var x = tape.leaf(test::randn({3, 4}, 1));
+  const std::size_t before = tape.size();
+  Var y = dyt.forward(x);
+  REQUIRE(std::string(y.entry().op) == "dyt_fused");
+  REQUIRE(tape.size() == before + 4);  // three parameter leaves and the op
+  REQUIRE(xt::allclose(y.value(), xt::tanh(0.5 * x.value()), 1e-15, 0.0));
+  test::jitter(dyt.named_parameters(), 0.3, 5);
+  for (bool fused : {true, false}) {
+    dyt.fused = fused;
+    REQUIRE_PARAM_GRADCHECK(dyt.named_parameters(), {test::randn({2, 3, 4}, 6)},
+                            [&](const std::vector<Var>& v) { return dyt.forward(v[0]); });
+  }
+  dyt.fused = true;
+  REQUIRE_THROWS_WITH(dyt.forward(tape.constant(test::randn({2, 5}, 1))),
+                      Catch::Contains("dyt_fused at") && Catch::Contains("(2, 5)"));
+  dyt.grad.undo_gain = true;
+  REQUIRE_THROWS_WITH(dyt.forward(x), Catch::Contains("DyT") && Catch::Contains("statistics"));
 }

@@ -1,5 +1,6 @@
 // Datasets: next-token batches, the character vocabulary, and Markov chains whose entropy rate can be
 // worked out by hand.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -56,6 +57,34 @@ TEST_CASE("a character dataset: sorted distinct bytes, encode and decode, a trai
   REQUIRE(data.decode(data.encode("toad")) == "toad");
   REQUIRE_THROWS_WITH(data.encode("xyz"), Catch::Contains("'x'"));
   REQUIRE_THROWS_WITH(char_dataset("/nonexistent/file.txt"), Catch::Contains("/nonexistent/file.txt"));
+}
+
+TEST_CASE("a character dataset reads only a regular file, up to a size limit named in the error", "[train][data]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("gradscope-test-data-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  // Each used to allocate gigabytes (/dev/zero), block (a FIFO), or fail obscurely (a directory).
+  REQUIRE_THROWS_WITH(char_dataset("/dev/zero"), Catch::Equals("/dev/zero: not a regular file (a device)"));
+  REQUIRE_THROWS_WITH(char_dataset(dir), Catch::Contains("not a regular file (a directory)"));
+  REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
+  REQUIRE_THROWS_WITH(char_dataset(dir / "fifo"), Catch::Contains("not a regular file (a FIFO)"));
+  std::ofstream(dir / "big.txt") << std::string(3 << 20, 'a') + "b";
+  REQUIRE_THROWS_WITH(char_dataset(dir / "big.txt", 0.1, std::size_t{2} << 20),
+                      Catch::Equals((dir / "big.txt").string() + ": 3.0 MiB is more than the limit of 2.0 MiB for this file"));
+  REQUIRE(char_dataset(dir / "big.txt").vocab() == 2);  // under the default limit
+  REQUIRE_THROWS_WITH(char_dataset(dir / "big.txt", std::nan("")), Catch::Contains("validation fraction nan"));
+  REQUIRE_THROWS_WITH(char_dataset(dir / "big.txt", 1.0), Catch::Contains("is not in [0, 1)"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Markov options that are NaN or out of range are refused", "[train][markov]") {
+  MarkovOptions o;
+  o.concentration = std::nan("");
+  REQUIRE_THROWS_WITH(MarkovChain(o), Catch::Contains("concentration must be a positive finite number, not nan"));
+  o.concentration = INFINITY;
+  REQUIRE_THROWS_WITH(MarkovChain(o), Catch::Contains("not inf"));
+  o.concentration = 0.1;
+  o.smoothing = std::nan("");
+  REQUIRE_THROWS_WITH(MarkovChain(o), Catch::Contains("smoothing must be in [0, 1], not nan"));
 }
 
 TEST_CASE("Markov chain of order 1 over 2 tokens: stationary distribution and entropy rate by hand",

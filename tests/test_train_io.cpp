@@ -1,13 +1,12 @@
 // .npy files, checkpoints and dumps: exact round trips, and refusals that name the file and parameter.
-#include <unistd.h>
-
 #include <filesystem>
-#include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "check.hpp"
-#include "nn/io/atomic_file.hpp"
+#include "io_helpers.hpp"
 #include "nn/io/checkpoint.hpp"
+#include "nn/io/directory_write.hpp"
 #include "nn/io/dump.hpp"
 #include "nn/io/json.hpp"
 #include "nn/io/npy.hpp"
@@ -15,36 +14,11 @@
 
 using namespace gs;
 using namespace gs::nn;
+using gs::test::overwrite;
+using gs::test::same_bits;
+using gs::test::TempDir;
+using gs::test::tiny_config;
 namespace fs = std::filesystem;
-
-namespace {
-
-// A fresh, empty directory under /tmp, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("gradscope-test-" + std::to_string(::getpid()) + "-" + name)) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-bool same_bits(const Array& a, const Array& b) {
-  return shape_of(a) == shape_of(b) && std::equal(a.begin(), a.end(), b.begin(), [](double x, double y) {
-           return std::memcmp(&x, &y, sizeof x) == 0;
-         });
-}
-
-void overwrite(const fs::path& file, const std::string& bytes) {
-  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-ModelConfig tiny_config() {
-  return {.vocab = 7, .context = 5, .d_model = 8, .heads = 2, .layers = 2, .seed = 3};
-}
-
-}  // namespace
 
 TEST_CASE("npy: float64 and int64 arrays round-trip bit for bit", "[train][npy]") {
   TempDir dir("npy");
@@ -110,18 +84,52 @@ TEST_CASE("npy: missing, corrupt and mismatched files are refused naming the fil
   REQUIRE_THROWS_WITH(read_npy_i8(f), Catch::Contains(name) && Catch::Contains("'<f8'"));
 }
 
-TEST_CASE("json: the config parser reads what the writers write and names the file on errors", "[train][json]") {
-  const std::string text = json_object({{"a", "1"}, {"b", json_quote("x\"y\n")}, {"c", "[1, 2.5, true, null]"},
-                                        {"d", json_object({{"e", "false"}}, 2)}});
-  const Json j = parse_json(text, "f.json");
-  REQUIRE(j.at("a", "f.json").as_size("a", "f.json") == 1);
-  REQUIRE(j.at("b", "f.json").string == "x\"y\n");
-  REQUIRE(j.at("c", "f.json").array.size() == 4);
-  REQUIRE(j.at("c", "f.json").array[1].number == 2.5);
-  REQUIRE(j.at("d", "f.json").at("e", "f.json").type == Json::Type::boolean);
-  REQUIRE_THROWS_WITH(parse_json("{\"a\": }", "f.json"), Catch::Contains("f.json"));
-  REQUIRE_THROWS_WITH(parse_json("{\"a\": 1} x", "f.json"), Catch::Contains("trailing"));
-  REQUIRE_THROWS_WITH(j.at("zz", "f.json"), Catch::Contains("f.json") && Catch::Contains("zz"));
+// A .npy header with the given dict text, padded as numpy pads it, followed by `data`.
+static std::string npy_with_header(const std::string& dict, const std::string& data = "") {
+  std::string header = dict;
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  return std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size() & 0xff) +
+         static_cast<char>(header.size() >> 8) + header + data;
+}
+
+TEST_CASE("npy: the header reader accepts numpy's dict and nothing else", "[train][npy]") {
+  const std::string data(6 * 8, '\0');
+  const std::string good = "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }";
+  REQUIRE(shape_of(parse_npy_f8(npy_with_header(good, data), "x.npy")) == Shape{2, 3});
+  // numpy.save's own spellings: no trailing comma, double quotes, no spaces, a 0-d and a 1-d shape.
+  REQUIRE(shape_of(parse_npy_f8(npy_with_header("{\"descr\":\"<f8\",\"fortran_order\":False,\"shape\":(2,3)}", data),
+                                "x.npy")) == Shape{2, 3});
+  REQUIRE(shape_of(parse_npy_f8(npy_with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (), }",
+                                                std::string(8, '\0')), "x.npy")) == Shape{});
+  REQUIRE(shape_of(parse_npy_f8(npy_with_header("{'shape': (6,), 'fortran_order': False, 'descr': '<f8'}", data),
+                                "x.npy")) == Shape{6});
+
+  auto refused = [&](const std::string& dict, const std::string& what) {
+    INFO(dict);
+    REQUIRE_THROWS_WITH(parse_npy_f8(npy_with_header(dict, data), "x.npy"),
+                        Catch::Contains("x.npy") && Catch::Contains(what));
+  };
+  refused("{'descr': '<f8', 'fortran_order': False, }", "lacks one of");
+  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), 'shape': (6,), }", "given twice");
+  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), 'extra': 1, }", "unexpected key 'extra'");
+  refused("{'descr': '<f8', 'fortran_order': 0, 'shape': (2, 3), }", "neither True nor False");
+  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (2, -3), }", "not a tuple of integers");
+  refused("{'descr': '<f8', 'fortran_order': False, 'shape': [2, 3], }", "not a tuple");
+  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), } junk", "characters after the dict");
+  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), ", "expected a quoted string");
+  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3)", "expected '}'");
+  // Shapes whose element count overflows 64 bits (it used to wrap around to a small count).
+  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", "too large");
+  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4294967296, 4294967296), }", "too large");
+  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999999, ), }", "64 bits");
+  std::string many = "{'descr': '<f8', 'fortran_order': False, 'shape': (";
+  for (int i = 0; i < 65; ++i) many += "1, ";
+  refused(many + "), }", "more than 64 dimensions");
+  // The version: 1.0, 2.0 or 3.0 only.
+  std::string v4 = npy_with_header(good, data);
+  v4[6] = 4;
+  REQUIRE_THROWS_WITH(parse_npy_f8(v4, "x.npy"), Catch::Contains("unsupported .npy version 4.0"));
 }
 
 TEST_CASE("checkpoint: save then load restores every parameter and the optimizer state exactly",
@@ -136,9 +144,11 @@ TEST_CASE("checkpoint: save then load restores every parameter and the optimizer
   model.loss(ids, targets).backward();
   adam.step(1e-2);
   Tape::current().reset();
-  save_checkpoint(dir.path / "c", model, config, 17, &adam);
+  const nlohmann::json train = {{"lr", 0.01}, {"schedule", "cosine"}, {"batch", 2}, {"data", {{"file", "x.txt"}}}};
+  save_checkpoint(dir.path / "c", "test", model, config, 17, &adam, &train);
   REQUIRE(fs::exists(dir.path / "c" / "blocks.1.attn.q.weight.npy"));
   REQUIRE(fs::exists(dir.path / "c" / "optimizer" / "v" / "head.bias.npy"));
+  REQUIRE(fs::exists(dir.path / "c" / manifest_name));
 
   ModelConfig other_seed = config;
   other_seed.seed = 99;  // different initial weights, same architecture
@@ -146,9 +156,21 @@ TEST_CASE("checkpoint: save then load restores every parameter and the optimizer
   Adam fresh_adam(fresh.named_parameters(), adamw_options(0.01));
   const CheckpointInfo info = load_checkpoint(dir.path / "c", fresh, other_seed, &fresh_adam);
   REQUIRE(info.step == 17);
+  REQUIRE(info.program == "test");
   REQUIRE(info.optimizer == "adamw");
+  REQUIRE(info.optimizer_steps == 1);
+  REQUIRE(info.optimizer_slots == std::vector<std::string>{"m", "v"});
+  REQUIRE(info.optimizer_hyperparameters ==
+          std::vector<std::pair<std::string, double>>{{"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", 0.01}});
   REQUIRE(info.config.seed == 3);
   REQUIRE(fresh_adam.steps() == 1);
+  // The "train" record reads back as it was given, with checked accessors.
+  REQUIRE(info.train().json() == train);
+  REQUIRE(info.train().at("lr").as_double() == 0.01);
+  REQUIRE(info.train().at("batch").as_size() == 2);
+  REQUIRE(info.train().at("data").at("file").as_string() == "x.txt");
+  REQUIRE_THROWS_WITH(info.train().at("schedule").as_size(),
+                      Catch::Contains("c/config.json: train.schedule is \"cosine\", expected an integer"));
   const auto a = model.named_parameters(), b = fresh.named_parameters();
   REQUIRE(a.size() == b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -164,10 +186,33 @@ TEST_CASE("checkpoint: save then load restores every parameter and the optimizer
   REQUIRE(l1 == l2);
   Tape::current().reset();
 
-  // Saving again over the same directory replaces it.
-  save_checkpoint(dir.path / "c", model, config, 18);
+  // Saving again over the same directory replaces it, and leaves nothing beside it.
+  save_checkpoint(dir.path / "c", "test", model, config, 18);
   REQUIRE(read_checkpoint_info(dir.path / "c").step == 18);
+  REQUIRE(read_checkpoint_info(dir.path / "c").train().size() == 0);
   REQUIRE_FALSE(fs::exists(dir.path / "c" / "optimizer"));
+  REQUIRE(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
+  // Another program's save over it is refused, and so is a train record that would not read back.
+  REQUIRE_THROWS_WITH(save_checkpoint(dir.path / "c", "other", model, config, 19),
+                      Catch::Contains("holds gradscope test's checkpoint, not gradscope other's checkpoint"));
+  const nlohmann::json nan_record = {{"lr", std::nan("")}};
+  REQUIRE_THROWS_WITH(save_checkpoint(dir.path / "c", "test", model, config, 19, nullptr, &nan_record),
+                      Catch::Contains("not finite"));
+  REQUIRE(read_checkpoint_info(dir.path / "c").step == 18);
+}
+
+TEST_CASE("checkpoint: config.json is read once and load uses what read_checkpoint_info read", "[train][checkpoint]") {
+  TempDir dir("ckpt-once");
+  const ModelConfig config = tiny_config();
+  TransformerLM model(config);
+  save_checkpoint(dir.path / "c", "test", model, config, 4);
+  const CheckpointInfo info = read_checkpoint_info(dir.path / "c");
+  // config.json changed after it was read: the load goes by what was read (and verified) then.
+  overwrite(dir.path / "c" / "config.json", "not JSON");
+  TransformerLM other(config);
+  REQUIRE_NOTHROW(load_checkpoint(info, other, config));
+  REQUIRE(same_bits(other.head.weight.value(), model.head.weight.value()));
+  REQUIRE_THROWS_WITH(read_checkpoint_info(dir.path / "c"), Catch::Contains("config.json: its SHA-256 is"));
 }
 
 TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra file is refused", "[train][checkpoint]") {
@@ -177,7 +222,7 @@ TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra fi
   const fs::path c = dir.path / "c";
   TransformerLM target(config);
   const Array before = target.head.weight.value();
-  auto refresh = [&] { save_checkpoint(c, model, config, 5); };
+  auto refresh = [&] { save_checkpoint(c, "test", model, config, 5); };
 
   SECTION("missing parameter") {
     refresh();
@@ -186,10 +231,19 @@ TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra fi
     REQUIRE_THROWS_WITH(load_checkpoint(c, target, config),
                         Catch::Contains("'blocks.0.mlp.fc1.weight'") && Catch::Contains(f.string()));
   }
-  SECTION("wrong shape") {
+  SECTION("a file changed after it was written") {
     refresh();
     const fs::path f = c / "blocks.1.attn.k.bias.npy";
     write_npy(f, Array{1.0, 2.0, 3.0});
+    REQUIRE_THROWS_WITH(load_checkpoint(c, target, config), Catch::Contains("'blocks.1.attn.k.bias'") &&
+                                                                Catch::Contains(f.string()) &&
+                                                                Catch::Contains("SHA-256"));
+  }
+  SECTION("wrong shape, with a manifest that agrees") {
+    refresh();
+    const fs::path f = c / "blocks.1.attn.k.bias.npy";
+    write_npy(f, Array{1.0, 2.0, 3.0});
+    test::reseal(c);
     REQUIRE_THROWS_WITH(load_checkpoint(c, target, config), Catch::Contains("'blocks.1.attn.k.bias'") &&
                                                                 Catch::Contains(f.string()) && Catch::Contains("(3,)") &&
                                                                 Catch::Contains("(8,)"));
@@ -205,7 +259,11 @@ TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra fi
   SECTION("a parameter the model does not have") {
     refresh();
     write_npy(c / "blocks.9.attn.q.weight.npy", Array{1.0});
-    REQUIRE_THROWS_WITH(load_checkpoint(c, target, config), Catch::Contains("blocks.9.attn.q.weight"));
+    REQUIRE_THROWS_WITH(load_checkpoint(c, target, config),
+                        Catch::Contains("blocks.9.attn.q.weight") && Catch::Contains("not listed"));
+    test::reseal(c);  // listed in the manifest, but config.json has no such parameter
+    REQUIRE_THROWS_WITH(load_checkpoint(c, target, config),
+                        Catch::Contains("blocks.9.attn.q.weight") && Catch::Contains("implies no such file"));
   }
   SECTION("another architecture") {
     refresh();
@@ -219,15 +277,40 @@ TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra fi
     Adam adam(target.named_parameters());
     REQUIRE_THROWS_WITH(load_checkpoint(c, target, config, &adam), Catch::Contains("no optimizer state"));
     Sgd sgd(model.named_parameters());
-    save_checkpoint(c, model, config, 5, &sgd);
+    save_checkpoint(c, "test", model, config, 5, &sgd);
     REQUIRE_THROWS_WITH(load_checkpoint(c, target, config, &adam), Catch::Contains("'sgd'"));
   }
+  SECTION("other hyperparameters") {
+    Adam adam(model.named_parameters(), adamw_options(0.01));
+    save_checkpoint(c, "test", model, config, 5, &adam);
+    Adam other(target.named_parameters(), adamw_options(0.1));
+    REQUIRE_THROWS_WITH(load_checkpoint(c, target, config, &other),
+                        Catch::Contains("weight_decay 0.01; this optimizer has") && Catch::Contains("weight_decay 0.1"));
+    REQUIRE(other.steps() == 0);
+  }
   SECTION("not a checkpoint") {
-    REQUIRE_THROWS_WITH(load_checkpoint(dir.path / "nothing", target, config), Catch::Contains("config.json"));
+    REQUIRE_THROWS_WITH(load_checkpoint(dir.path / "nothing", target, config), Catch::Contains("is not a directory"));
     fs::create_directories(dir.path / "other");
     overwrite(dir.path / "other" / "notes.txt", "mine");
-    REQUIRE_THROWS_WITH(save_checkpoint(dir.path / "other", model, config, 0), Catch::Contains("not a checkpoint"));
+    REQUIRE_THROWS_WITH(load_checkpoint(dir.path / "other", target, config),
+                        Catch::Contains("is not a gradscope checkpoint") && Catch::Contains(manifest_name));
+    REQUIRE_THROWS_WITH(save_checkpoint(dir.path / "other", "test", model, config, 0),
+                        Catch::Contains("holds no gradscope-output.json") && Catch::Contains("not replacing it"));
     REQUIRE(fs::exists(dir.path / "other" / "notes.txt"));
+  }
+  SECTION("a file the user added to a checkpoint") {
+    refresh();
+    overwrite(c / "notes.txt", "mine");
+    REQUIRE_THROWS_WITH(save_checkpoint(c, "test", model, config, 6),
+                        Catch::Contains("holds notes.txt, which gradscope test's checkpoint did not write"));
+    REQUIRE(test::read_file_or_empty(c / "notes.txt") == "mine");
+    REQUIRE_THROWS_WITH(load_checkpoint(c, target, config), Catch::Contains("notes.txt is not listed"));
+  }
+  SECTION("a dump is not a checkpoint") {
+    const Batch batch{IndexArray{{1, 2}}, IndexArray{{2, 3}}};
+    write_dump(c, "test", config, model, batch, [&](const IndexArray& x, const IndexArray& y) { return model.loss(x, y); });
+    REQUIRE_THROWS_WITH(load_checkpoint(c, target, config), Catch::Contains("is a dump of gradscope test, not a checkpoint"));
+    REQUIRE_THROWS_WITH(save_checkpoint(c, "test", model, config, 6), Catch::Contains("holds gradscope test's dump"));
   }
   // Every refusal leaves the model as it was.
   REQUIRE(same_bits(target.head.weight.value(), before));
@@ -238,14 +321,21 @@ TEST_CASE("dump: config, parameters, gradients, batch and loss of one batch", "[
   const ModelConfig config = tiny_config();
   TransformerLM model(config);
   const Batch batch{IndexArray{{1, 2, 3}, {4, 5, 6}}, IndexArray{{2, 3, 4}, {5, 6, 0}}};
-  const double loss = write_dump(dir.path, config, model, batch,
+  const double loss = write_dump(dir.path, "test", config, model, batch,
                                  [&](const IndexArray& x, const IndexArray& y) { return model.loss(x, y); });
 
-  const Json cfg = parse_json(read_file(dir.path / "config.json"), "config.json");
-  for (const char* key : {"vocab", "context", "d_model", "heads", "layers", "d_ff", "placement"})
-    REQUIRE(cfg.has(key));
-  REQUIRE(cfg.at("d_ff", "").number == 32);
-  REQUIRE(cfg.at("placement", "").string == "pre");
+  const nlohmann::json cfg = read_json_file(dir.path / "config.json", 1 << 20);
+  for (const char* key : {"vocab", "context", "d_model", "heads", "layers", "d_ff", "placement", "init", "seed"})
+    REQUIRE(cfg.contains(key));
+  REQUIRE(cfg["format"] == "gradscope dump");
+  REQUIRE(cfg["d_ff"] == 32);
+  REQUIRE(cfg["placement"] == "pre");
+  // The manifest lists every file with its SHA-256, and every listed file verifies.
+  const VerifiedDirectory files(dir.path, "dump");
+  REQUIRE(files.manifest().tag.program == "test");
+  REQUIRE(files.manifest().files.size() == 4 + 2 * model.named_parameters().size());
+  for (const auto& [name, sha] : files.manifest().files) REQUIRE_NOTHROW(files.read(name, 1 << 20));
+  REQUIRE_NOTHROW(files.refuse_unlisted_files());
   REQUIRE(xt::all(xt::equal(read_npy_i8(dir.path / "batch" / "inputs.npy"), batch.inputs)));
   REQUIRE(xt::all(xt::equal(read_npy_i8(dir.path / "batch" / "targets.npy"), batch.targets)));
   const Array l = read_npy_f8(dir.path / "loss.npy");

@@ -1,6 +1,5 @@
 #include "engine/ops/linalg.hpp"
 
-#include <ctime>
 #include <numeric>
 
 #include <cblas.h>
@@ -10,27 +9,12 @@
 #include "engine/tape.hpp"
 
 namespace gs {
-namespace {
-thread_local std::vector<GemmShape>* gemm_log = nullptr;
-
-double thread_seconds() {  // this thread's CPU time
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-}  // namespace
-
-void set_gemm_log(std::vector<GemmShape>* log) { gemm_log = log; }
 
 void gemm(bool transpose_a, bool transpose_b, std::size_t n, std::size_t m, std::size_t k, double alpha,
           const double* a, std::size_t lda, const double* b, std::size_t ldb, double beta, double* c, std::size_t ldc) {
-  const double start = gemm_log ? thread_seconds() : 0.0;
   cblas_dgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
               static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
               static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-  if (gemm_log)
-    gemm_log->push_back({transpose_a, transpose_b, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
-                         thread_seconds() - start});
 }
 
 Array batched_matmul(const Array& a, bool transpose_a, const Array& b, bool transpose_b) {

@@ -24,17 +24,8 @@ Array batched_matmul(const Array& a, bool transpose_a, const Array& b, bool tran
 
 // C = alpha op(A) op(B) + beta C on raw row-major matrices (BLAS dgemm): op(A) is (n, k), op(B) is
 // (k, m), C is (n, m); lda, ldb, ldc are the row strides, larger than a row when the matrix is a block
-// of a wider array (one attention head's columns of a (T, C) matrix). Logged like every other gemm.
+// of a wider array (one attention head's columns of a (T, C) matrix).
 void gemm(bool transpose_a, bool transpose_b, std::size_t n, std::size_t m, std::size_t k, double alpha,
           const double* a, std::size_t lda, const double* b, std::size_t ldb, double beta, double* c, std::size_t ldc);
-
-// For benchmarks: while a log is set, every gemm that batched_matmul or gemm runs appends its shape to it,
-// so that the same matrix products can be timed alone (the "GEMM floor" of a training step).
-struct GemmShape {
-  bool transpose_a, transpose_b;
-  int n, m, k;           // op(a) is (n, k), op(b) is (k, m)
-  double seconds = 0.0;  // the CPU time this gemm took inside the step
-};
-void set_gemm_log(std::vector<GemmShape>* log);  // nullptr turns logging off
 
 }  // namespace gs

@@ -104,6 +104,38 @@ Var log_softmax(const Var& x, int axis, Site site) {
   }, site);
 }
 
+double cross_entropy_forward(const Array& logits, const IndexArray& targets) {
+  const std::size_t classes = logits.shape().back(), rows = targets.size();
+  // Row by row: loss_r = logsumexp(z_r) - z_r[t_r], the loss is their mean.
+  const double* z = logits.data();
+  double total = 0.0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const double* row = z + r * classes;
+    const double m = *std::max_element(row, row + classes);
+    double s = 0.0;
+    for (std::size_t c = 0; c < classes; ++c) s += std::exp(row[c] - m);
+    total += m + std::log(s) - row[targets.data()[r]];
+  }
+  return total / static_cast<double>(rows);
+}
+
+Array cross_entropy_backward(double grad, const Array& logits, const IndexArray& targets) {
+  const std::size_t classes = logits.shape().back(), rows = targets.size();
+  // dL/dz_r = (softmax(z_r) - onehot(t_r)) / rows, times the incoming scalar gradient
+  Array dz = Array::from_shape(shape_of(logits));  // (..., C)
+  const double scale = grad / static_cast<double>(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const double* row = logits.data() + r * classes;
+    double* out = dz.data() + r * classes;
+    const double m = *std::max_element(row, row + classes);
+    double s = 0.0;
+    for (std::size_t c = 0; c < classes; ++c) s += (out[c] = std::exp(row[c] - m));
+    for (std::size_t c = 0; c < classes; ++c) out[c] = out[c] / s * scale;
+    out[targets.data()[r]] -= scale;
+  }
+  return dz;
+}
+
 Var cross_entropy(const Var& logits, const IndexArray& targets, Site site) {
   const Shape ls = logits.shape(site);
   const Shape ts = shape_of(targets);
@@ -115,35 +147,11 @@ Var cross_entropy(const Var& logits, const IndexArray& targets, Site site) {
     if (t < 0 || static_cast<std::size_t>(t) >= classes)
       fail("cross_entropy", site, "target " + std::to_string(t) + " is not a class in [0, " +
                                       std::to_string(classes) + ") of logits " + shape_str(ls));
-  const std::size_t rows = targets.size();
-  if (rows == 0) fail("cross_entropy", site, "no positions: targets " + shape_str(ts) + " are empty");
-
-  // Row by row: loss_r = logsumexp(z_r) - z_r[t_r], the loss is their mean.
-  const double* z = logits.value().data();
-  double total = 0.0;
-  for (std::size_t r = 0; r < rows; ++r) {
-    const double* row = z + r * classes;
-    const double m = *std::max_element(row, row + classes);
-    double s = 0.0;
-    for (std::size_t c = 0; c < classes; ++c) s += std::exp(row[c] - m);
-    total += m + std::log(s) - row[targets.data()[r]];
-  }
-  Array value = total / static_cast<double>(rows);
-  // dL/dz_r = (softmax(z_r) - onehot(t_r)) / rows, times the incoming scalar gradient
+  if (targets.size() == 0) fail("cross_entropy", site, "no positions: targets " + shape_str(ts) + " are empty");
+  Array value = cross_entropy_forward(logits.value(), targets);  // ()
   return logits.tape(site).record("cross_entropy", {logits}, std::move(value),
-                                  [targets, classes, rows](const BackwardArgs& g) -> Grads {
-    Array dz = Array::from_shape(shape_of(g.in(0)));
-    const double scale = g.grad() / static_cast<double>(rows);
-    for (std::size_t r = 0; r < rows; ++r) {
-      const double* row = g.in(0).data() + r * classes;
-      double* out = dz.data() + r * classes;
-      const double m = *std::max_element(row, row + classes);
-      double s = 0.0;
-      for (std::size_t c = 0; c < classes; ++c) s += (out[c] = std::exp(row[c] - m));
-      for (std::size_t c = 0; c < classes; ++c) out[c] = out[c] / s * scale;
-      out[targets.data()[r]] -= scale;
-    }
-    return {std::move(dz)};
+                                  [targets](const BackwardArgs& g) -> Grads {
+    return {cross_entropy_backward(g.grad(), g.in(0), targets)};
   }, site);
 }
 

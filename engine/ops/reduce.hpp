@@ -21,5 +21,10 @@ Var log_softmax(const Var& x, int axis = -1, Site site = Site::current());
 // The mean over all positions of -log softmax(logits)[target]: logits (..., C), targets (...) with
 // integer classes in [0, C). A scalar.
 Var cross_entropy(const Var& logits, const IndexArray& targets, Site site = Site::current());
+// Its arithmetic on plain arrays, forward beside backward (`break gs::cross_entropy_backward` in gdb):
+//   forward:   logits (..., C), targets (...) -> mean over rows r of logsumexp(z_r) - z_r[t_r]
+//   backward:  dL/dz_r = grad * (softmax(z_r) - onehot(t_r)) / rows   -> (..., C)
+double cross_entropy_forward(const Array& logits, const IndexArray& targets);
+Array cross_entropy_backward(double grad, const Array& logits, const IndexArray& targets);
 
 }  // namespace gs

@@ -148,7 +148,7 @@ struct ScopeTree {
 };
 
 void write_scope(std::string& out, const std::map<std::string, ScopeTree>& tree, const std::string& scope,
-                 const std::vector<std::string>& nodes, int depth, int& cluster) {
+                 const std::vector<std::string>& nodes, int depth, int& cluster, bool ids) {
   const ScopeTree& t = tree.at(scope);
   const std::string indent(static_cast<std::size_t>(2 * depth + 2), ' ');
   for (int i : t.entries) out += indent + nodes[static_cast<std::size_t>(i)];
@@ -157,7 +157,8 @@ void write_scope(std::string& out, const std::map<std::string, ScopeTree>& tree,
     out += indent + "subgraph cluster_" + std::to_string(cluster++) + " {\n";
     out += indent + "  label=" + quoted(name) + "; style=rounded; color=\"#888888\"; fontcolor=\"#444444\";\n";
     out += indent + (depth == 0 ? "  bgcolor=\"#f7f7f7\";\n" : "  bgcolor=\"#ffffff\";\n");
-    write_scope(out, tree, child, nodes, depth + 1, cluster);
+    if (ids) out += indent + "  id=" + quoted("cluster:" + child) + "; class=\"scope\";\n";
+    write_scope(out, tree, child, nodes, depth + 1, cluster, ids);
     out += indent + "}\n";
   }
 }
@@ -210,7 +211,8 @@ std::string to_dot(const Tape& tape, const DotOptions& options) {
   // Edge norms, and the colour scale they span.
   struct Edge {
     int from, to;
-    double norm;  // -1: none kept
+    std::size_t input;  // the input number of `from` at `to`
+    double norm;        // -1: none kept
   };
   std::vector<Edge> edges;
   ColourScale scale;
@@ -219,7 +221,7 @@ std::string to_dot(const Tape& tape, const DotOptions& options) {
     if (!visible(j)) continue;
     for (std::size_t k = 0; k < e.inputs.size(); ++k) {
       if (!visible(e.inputs[k])) continue;
-      edges.push_back({e.inputs[k], j, edge_norm(tape, j, k)});
+      edges.push_back({e.inputs[k], j, k, edge_norm(tape, j, k)});
       scale.add(edges.back().norm);
     }
   }
@@ -244,6 +246,7 @@ std::string to_dot(const Tape& tape, const DotOptions& options) {
                             ? "shape=box, style=\"rounded,filled\", fillcolor=\"#fff2b3\""
                             : "shape=box, style=rounded";
     if (on_stream[static_cast<std::size_t>(i)]) style += ", group=stream";
+    if (options.svg_ids) style += ", id=\"n" + std::to_string(i) + "\"";
     nodes[static_cast<std::size_t>(i)] = "n" + std::to_string(i) + " [label=" + quoted(label) + ", " + style + "];\n";
     // Register the scope and every enclosing scope, each under its parent.
     std::string scope = e.scope;
@@ -261,7 +264,7 @@ std::string to_dot(const Tape& tape, const DotOptions& options) {
   out += "  node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=9];\n";
   if (!options.title.empty()) out += "  labelloc=t; fontname=\"Helvetica\"; label=" + quoted(options.title) + ";\n";
   int cluster = 0;
-  write_scope(out, tree, "", nodes, 0, cluster);
+  write_scope(out, tree, "", nodes, 0, cluster, options.svg_ids);
   for (const Edge& e : edges) {
     const auto it = role.find({e.from, e.to});
     const std::string r = it == role.end() ? "" : it->second;
@@ -276,6 +279,9 @@ std::string to_dot(const Tape& tape, const DotOptions& options) {
     }
     if (r == "skip") attrs += ", penwidth=3.5, weight=8";
     if (r == "branch" || r == "into add") attrs += ", penwidth=2, style=dashed";
+    if (options.svg_ids)
+      attrs += ", id=\"e" + std::to_string(e.to) + "_" + std::to_string(e.input) + "\", class=\"" +
+               (r.empty() ? std::string("plain") : r == "into add" ? std::string("into-add") : r) + "\"";
     out += "  n" + std::to_string(e.from) + " -> n" + std::to_string(e.to) + " [" + attrs + "];\n";
   }
   if (options.legend) {

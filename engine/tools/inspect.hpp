@@ -50,6 +50,11 @@ struct DotOptions {
   bool show_constants = true;  // draw "const" leaves (inputs, targets, masks)
   bool legend = true;          // a box explaining colours and line styles
   std::size_t max_entries = 5000;  // throws above this: dot would take minutes and the picture is unreadable
+  // Names every node, edge and cluster for a program that reads the SVG (the explorer page); off, the
+  // DOT text is unchanged. Graphviz copies id and class onto the SVG's <g> elements:
+  //   node  id="n<i>" (tape index i);  edge  id="e<j>_<k>" (input number k of entry j), class "skip",
+  //   "branch", "into-add" or "plain";  cluster  id="cluster:<scope>" (the full dotted scope).
+  bool svg_ids = false;
 };
 
 // The tape as a Graphviz DOT graph (render with `dot -Tsvg graph.dot -o graph.svg`):

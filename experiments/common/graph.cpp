@@ -8,36 +8,19 @@
 #include <random>
 
 #include "engine/engine.hpp"
-#include "experiments/common/run.hpp"
+#include "experiments/common/report.hpp"
+#include "nn/data/markov.hpp"
 #include "nn/io/atomic_file.hpp"
-#include "nn/transformer_lm.hpp"
+#include "nn/io/ownership.hpp"
+#include "nn/io/dump.hpp"
 
 namespace gs::experiments {
-namespace {
-
-std::string shell_quoted(const std::string& s) {  // 'it'\''s'
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-}  // namespace
-
-void add_graph_option(CLI::App& app, std::string& file) {
-  app.add_option("--graph", file,
-                 "draw the graph of one forward and backward pass of the model (model flags; keep --layers small) "
-                 "into this file and exit: .svg or .png (needs Graphviz's dot), else DOT text");
-}
 
 void write_graph_file(const std::string& file, const std::string& dot) {
   namespace fs = std::filesystem;
   const fs::path path(file);
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
-  const std::string format = ends_with(file, ".svg") ? "svg" : ends_with(file, ".png") ? "png" : "";
+  const std::string format = path.extension() == ".svg" ? "svg" : path.extension() == ".png" ? "png" : "";
   if (format.empty()) return nn::write_file_atomically(path, dot);
 
   if (std::system("command -v dot > /dev/null 2>&1") != 0)
@@ -46,7 +29,7 @@ void write_graph_file(const std::string& file, const std::string& dot) {
   const std::string tmp = file + ".tmp-" + std::to_string(::getpid());
   nn::write_file_atomically(tmp + ".dot", dot);
   const std::string command =
-      "dot -T" + format + " -o " + shell_quoted(tmp) + " " + shell_quoted(tmp + ".dot") + " 2>&1";
+      "dot -T" + format + " -o " + shell_quote(tmp) + " " + shell_quote(tmp + ".dot") + " 2>&1";
   const int status = std::system(command.c_str());
   fs::remove(tmp + ".dot");
   if (status != 0) {
@@ -58,10 +41,8 @@ void write_graph_file(const std::string& file, const std::string& dot) {
 
 void write_model_graph(const std::string& file, const ModelOptions& options) {
   nn::TransformerLM model(options.config());
-  const nn::Dataset data = dump_corpus(options.vocab, options.batch, options.seq, options.seed);
-  std::mt19937_64 rng(options.seed);
-  const nn::Batch batch = data.batch(nn::Split::train, options.batch, options.seq, rng);
-
+  const nn::Batch batch = dump_batch(dump_corpus(options.vocab, options.batch, options.seq, options.seed),
+                                     options.batch, options.seq, options.seed);
   Tape& tape = Tape::current();
   const bool kept = tape.keep_contributions;
   tape.reset();
@@ -79,6 +60,27 @@ void write_model_graph(const std::string& file, const ModelOptions& options) {
   tape.reset();
   write_graph_file(file, text);
   std::printf("graph: %s (%zu tape entries)\n", file.c_str(), entries);
+}
+
+nn::Dataset dump_corpus(std::size_t vocab, std::size_t batch, std::size_t seq, unsigned seed) {
+  nn::MarkovOptions mo;
+  mo.vocab = vocab;
+  mo.seed = seed;
+  const nn::MarkovChain chain(mo);
+  return nn::markov_dataset(chain, 4 * batch * (seq + 1) + 1024, 2 * (seq + 1), seed);
+}
+
+nn::Batch dump_batch(const nn::Dataset& corpus, std::size_t batch, std::size_t seq, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  return corpus.batch(nn::Split::train, batch, seq, rng);
+}
+
+void dump_model(const std::string& dir, nn::TransformerLM& model, const nn::Batch& batch) {
+  Tape tape;  // its own tape: the caller's stays as it is
+  TapeScope scope(tape);
+  const double loss = nn::write_dump(dir, nn::this_program(), model.config, model, batch,  // never half a dump
+                                     [&](const IndexArray& x, const IndexArray& y) { return model.loss(x, y); });
+  std::printf("dumped: %s (loss %.6f on one fresh batch)\n", dir.c_str(), loss);
 }
 
 }  // namespace gs::experiments

@@ -1,17 +1,16 @@
-// --graph FILE, shared by the experiment binaries: a picture of the computation graph of one forward
-// and backward pass, with the gradient norm on every edge (engine/tools/inspect.hpp, to_dot).
+// --graph and --dump, shared by the binaries: a picture of the computation graph of one forward and
+// backward pass, with the gradient norm on every edge (engine/tools/inspect.hpp, to_dot), and a
+// directory with a model's weights, gradients, batch and loss (nn/io/dump.hpp).
 #pragma once
 
+#include <cstddef>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
-#include "experiments/common/options.hpp"
+#include "experiments/common/flags.hpp"
+#include "nn/data/dataset.hpp"
+#include "nn/transformer_lm.hpp"
 
 namespace gs::experiments {
-
-// Adds --graph FILE (written instead of the run: the binary draws and exits).
-void add_graph_option(CLI::App& app, std::string& file);
 
 // Writes DOT text to `file`: rendered by Graphviz's `dot` when the name ends in .svg or .png, the DOT
 // text itself otherwise. Atomic (a temporary file renamed into place). Throws gs::Error naming the
@@ -19,8 +18,19 @@ void add_graph_option(CLI::App& app, std::string& file);
 void write_graph_file(const std::string& file, const std::string& dot);
 
 // A fresh model with `options` (keep it small: the picture has ~50 nodes per layer), one forward and
-// backward pass with Tape::keep_contributions on, on the batch --dump would use (dump_corpus with
-// options.seed), drawn into `file`. Prints what it wrote.
+// backward pass with Tape::keep_contributions on, on the dump batch of options.seed, drawn into
+// `file`. Prints what it wrote.
 void write_model_graph(const std::string& file, const ModelOptions& options);
+
+// The Markov corpus the dump batch comes from: a chain with MarkovOptions{vocab, seed} (order 2,
+// concentration 0.1) and a stream just long enough for (batch, seq) windows.
+nn::Dataset dump_corpus(std::size_t vocab, std::size_t batch, std::size_t seq, unsigned seed);
+// The batch --dump and --graph use for `seed`: one (batch, seq) draw from `corpus`'s training split by
+// an mt19937_64 seeded with `seed`. The measurements at init (gradflow, amplification) measure on it.
+nn::Batch dump_batch(const nn::Dataset& corpus, std::size_t batch, std::size_t seq, unsigned seed);
+
+// For --dump: writes DIR/config.json, params/, grads/, batch/ and loss.npy (nn/io/dump.hpp) of `model`
+// as it is now, on `batch`, as a whole (nn::write_directory_atomically). Prints where it wrote.
+void dump_model(const std::string& dir, nn::TransformerLM& model, const nn::Batch& batch);
 
 }  // namespace gs::experiments

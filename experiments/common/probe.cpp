@@ -1,18 +1,12 @@
 #include "experiments/common/probe.hpp"
 
-#include <unistd.h>
-
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
-#include "engine/tape.hpp"
-#include "experiments/common/run.hpp"
+#include "engine/engine.hpp"
+#include "experiments/common/graph.hpp"
 
 namespace gs::experiments {
-
-std::vector<std::string> all_placements() { return {"post", "pre", "peri", "deepnorm", "rezero"}; }
 
 // ---- MarkovBatches ----
 
@@ -20,10 +14,7 @@ MarkovBatches::MarkovBatches(std::size_t vocab, std::size_t batch, std::size_t s
     : batch_(batch), seq_(seq), seed_(seed), data_(dump_corpus(vocab, batch, seq, seed)) {}
 
 nn::Batch MarkovBatches::batch(std::size_t j) const {
-  if (j == 0) {  // dump_model's own draw
-    std::mt19937_64 rng(seed_);
-    return data_.batch(nn::Split::train, batch_, seq_, rng);
-  }
+  if (j == 0) return dump_batch(data_, batch_, seq_, seed_);
   std::seed_seq seq{seed_, static_cast<unsigned>(j), 0x6261u};
   std::mt19937_64 rng(seq);
   return data_.batch(nn::Split::train, batch_, seq_, rng);
@@ -115,37 +106,25 @@ LineFit loglog_fit(const std::vector<double>& x, const std::vector<double>& y) {
   return {slope, my - slope * mx};
 }
 
-// ---- StatusLine ----
-
-StatusLine::StatusLine(std::string program, std::size_t total_units)
-    : program_(std::move(program)), total_(total_units), terminal_(::isatty(2) != 0) {}
-
-void StatusLine::advance(std::size_t units, const std::string& what) {
-  done_ += units;
-  const auto now = std::chrono::steady_clock::now();
-  if (terminal_) {
-    if (now - last_draw_ < std::chrono::milliseconds(100)) return;
-  } else {
-    if (done_ < next_plain_) return;
-    next_plain_ = done_ + std::max<std::size_t>(1, total_ / 10);
+std::vector<double> depth_slopes(const std::vector<std::size_t>& depths, std::size_t from, std::size_t seeds,
+                                 const std::function<double(std::size_t L, std::size_t seed)>& value) {
+  std::vector<double> x, out;
+  for (std::size_t i = from; i < depths.size(); ++i) x.push_back(static_cast<double>(depths[i]));
+  for (std::size_t s = 0; s < seeds; ++s) {
+    std::vector<double> y;
+    for (std::size_t i = from; i < depths.size(); ++i) y.push_back(value(depths[i], s));
+    out.push_back(loglog_fit(x, y).slope);
   }
-  last_draw_ = now;
-  constexpr std::size_t width = 24;
-  const std::size_t filled = total_ ? std::min(width, width * done_ / total_) : width;
-  std::string bar(filled, '=');
-  if (filled < width) {
-    bar += '>';
-    bar += std::string(width - filled - 1, ' ');
-  }
-  std::fprintf(stderr, "%s%s [%s] %zu/%zu  %s%s", terminal_ ? "\r" : "", program_.c_str(), bar.c_str(), done_, total_,
-               what.c_str(), terminal_ ? "\x1b[K" : "\n");
-  std::fflush(stderr);
-  open_ = terminal_;
+  return out;
 }
 
-void StatusLine::finish() {
-  if (open_) std::fputc('\n', stderr);
-  open_ = false;
+std::string depths_text(const std::vector<std::size_t>& depths, std::size_t from) {
+  std::string text;
+  for (std::size_t i = from; i < depths.size(); ++i) {
+    if (i > from) text += ' ';
+    text += std::to_string(depths[i]);
+  }
+  return text;
 }
 
 }  // namespace gs::experiments

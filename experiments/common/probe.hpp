@@ -1,26 +1,22 @@
 // Measurements of a model at initialization that gradflow and amplification share: fresh batches of
-// the Markov corpus, gradient norms per layer and per parameter group, the slope of a log-log fit,
-// and a one-line status on stderr.
+// the Markov corpus, gradient norms per layer and per parameter group, and slopes of log-log fits
+// against depth.
 #pragma once
 
-#include <chrono>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "nn/data/markov.hpp"
+#include "nn/data/dataset.hpp"
 #include "nn/module.hpp"
 
 namespace gs::experiments {
 
-// The five placements, in the order the experiments print them.
-std::vector<std::string> all_placements();
-
-// Fresh (batch, seq) batches of dump_corpus (run.hpp), the Markov corpus --dump uses for `seed`: a chain
-// with MarkovOptions{vocab, seed} (order 2, concentration 0.1) and a short stream drawn from it.
-// batch(0) is exactly the batch dump_model draws for that seed, so `--dump` writes the gradients of
+// Fresh (batch, seq) batches of dump_corpus (graph.hpp), the Markov corpus --dump uses for `seed`.
+// batch(0) is dump_batch, the batch --dump writes for that seed, so `--dump` writes the gradients of
 // the batch the measurement of that seed used; batch(j) for j > 0 are other windows of the same stream.
 class MarkovBatches {
  public:
@@ -66,20 +62,11 @@ struct LineFit {
 };
 LineFit loglog_fit(const std::vector<double>& x, const std::vector<double>& y);
 
-// One line on stderr, "gradflow [=====>     ] 37/62  post L=16 seed 1", redrawn in place on a
-// terminal (at most 10 times a second) and written as a plain line every 10% otherwise. Units of
-// work are whatever the caller counts (layers measured, say), so the bar fills evenly.
-class StatusLine {
- public:
-  StatusLine(std::string program, std::size_t total_units);
-  void advance(std::size_t units, const std::string& what);  // `units` more done, the last of them `what`
-  void finish();                                              // ends the line
-
- private:
-  std::string program_;
-  std::size_t total_, done_ = 0, next_plain_ = 0;
-  bool terminal_, open_ = false;
-  std::chrono::steady_clock::time_point last_draw_{};
-};
+// Per seed s = 0 .. seeds-1: the slope of log y on log L over depths[from], depths[from + 1], ..., with
+// y = value(L, s) (NaN where no line exists, see loglog_fit).
+std::vector<double> depth_slopes(const std::vector<std::size_t>& depths, std::size_t from, std::size_t seeds,
+                                 const std::function<double(std::size_t L, std::size_t seed)>& value);
+// The depths from index `from` on, space-separated ("16 32"), as the slopes CSV files name them.
+std::string depths_text(const std::vector<std::size_t>& depths, std::size_t from);
 
 }  // namespace gs::experiments

@@ -1,8 +1,10 @@
 #include "experiments/common/report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 
 #include "engine/error.hpp"
@@ -35,6 +37,12 @@ std::string fmt(const Stat& s, int significant) {
   return fmt(s.mean, significant) + " ± " + fmt(s.std, 2);
 }
 
+std::string finite_cell(const std::vector<double>& values, const std::string& otherwise) {
+  for (double v : values)
+    if (!std::isfinite(v)) return otherwise;
+  return fmt(stat_of(values), 3);
+}
+
 Table::Table(std::vector<std::string> columns) : columns_(std::move(columns)) {}
 
 void Table::add_row(std::vector<std::string> cells) {
@@ -62,14 +70,35 @@ std::string csv_cell(const std::string& s) {
   return q + "\"";
 }
 
-// 'text' for a POSIX shell: single quotes, with each ' written as '\''.
+}  // namespace
+
+std::string file_part(std::string label) {
+  for (char& c : label)
+    if (c == '/') c = '-';
+  return label;
+}
+
 std::string shell_quote(const std::string& text) {
   std::string q = "'";
   for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
 }
 
-}  // namespace
+std::string drop_nonpositive(std::vector<Series>& series, bool say_why) {
+  std::vector<Series> kept;
+  std::string dropped;
+  for (Series& s : series) {
+    const bool positive = !s.y.empty() && std::all_of(s.y.begin(), s.y.end(), [](double y) { return y > 0.0; });
+    if (positive) {
+      kept.push_back(std::move(s));
+      continue;
+    }
+    const bool zero = std::all_of(s.y.begin(), s.y.end(), [](double y) { return y == 0.0; });
+    dropped += (dropped.empty() ? "" : ", ") + s.title + (!say_why ? "" : zero ? " (exactly 0)" : " (not all > 0)");
+  }
+  series = std::move(kept);
+  return dropped;
+}
 
 std::string Table::to_text() const {
   std::vector<std::size_t> width;
@@ -108,6 +137,8 @@ void Table::write_csv(const std::filesystem::path& path) const {
 }
 
 void draw(const Plot& plot, const std::filesystem::path& dir, const std::string& name) {
+  if (name.find('/') != std::string::npos)
+    throw Error("draw: the plot name '" + name + "' has a '/' (pass a label through file_part)");
   std::filesystem::create_directories(dir);
   const std::filesystem::path dat = dir / (name + ".dat"), gp = dir / (name + ".gp");
   // The data: one block per series, blocks separated by two blank lines (gnuplot's "index").
@@ -163,6 +194,55 @@ void draw(const Plot& plot, const std::filesystem::path& dir, const std::string&
   std::filesystem::remove(dir / log);
   for (const auto& [terminal, ext] : outputs)
     std::filesystem::rename(dir / (name + ext + ".tmp"), dir / (name + ext));
+}
+
+// ---- CsvWriter ----
+
+CsvWriter::CsvWriter(std::filesystem::path path, std::vector<std::string> columns)
+    : path_(std::move(path)), columns_(columns.size()), last_flush_(std::chrono::steady_clock::now()) {
+  for (std::size_t i = 0; i < columns.size(); ++i) text_ += (i ? "," : "") + columns[i];
+  text_ += '\n';
+  if (path_.has_parent_path()) std::filesystem::create_directories(path_.parent_path());
+}
+
+CsvWriter::~CsvWriter() {
+  try {
+    flush();
+  } catch (const std::exception& e) {
+    std::cerr << "warning: " << e.what() << "\n";
+  }
+}
+
+void CsvWriter::row(const std::vector<double>& values) {
+  if (values.size() != columns_)
+    throw Error("csv " + path_.string() + ": a row of " + std::to_string(values.size()) + " values for " +
+                std::to_string(columns_) + " columns");
+  char buf[32];
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%.10g", values[i]);
+    if (i) text_ += ',';
+    text_ += buf;
+  }
+  text_ += '\n';
+  dirty_ = true;
+  if (std::chrono::steady_clock::now() - last_flush_ > std::chrono::seconds(1)) flush();
+}
+
+void CsvWriter::keep_existing_rows(double last) {
+  if (!std::filesystem::exists(path_)) return;
+  std::istringstream old(nn::read_file(path_));
+  std::string line, header = text_.substr(0, text_.find('\n'));
+  if (!std::getline(old, line) || line != header) return;
+  while (std::getline(old, line))
+    if (!line.empty() && std::strtod(line.c_str(), nullptr) <= last) text_ += line + '\n';
+  dirty_ = true;
+}
+
+void CsvWriter::flush() {
+  if (!dirty_) return;
+  nn::write_file_atomically(path_, text_);
+  dirty_ = false;
+  last_flush_ = std::chrono::steady_clock::now();
 }
 
 }  // namespace gs::experiments

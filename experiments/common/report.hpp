@@ -1,7 +1,8 @@
 // What every experiment reports: statistics over seeds, an aligned table for the terminal (also
-// written as CSV), and line plots drawn by gnuplot into PNG and SVG.
+// written as CSV), line plots drawn by gnuplot into PNG and SVG, and a CSV file written as it grows.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@ Stat stat_of(const std::vector<double>& values);
 
 std::string fmt(double value, int significant = 4);  // "0.01234", "1.235e+05"
 std::string fmt(const Stat& s, int significant = 4); // "1.234 ± 0.012" (just the mean when n = 1)
+
+// fmt(stat_of(values), 3), or `otherwise` when a value is not finite (a slope that could not be fitted).
+std::string finite_cell(const std::vector<double>& values, const std::string& otherwise);
 
 // Rows of text cells under named columns.
 class Table {
@@ -45,8 +49,44 @@ struct Plot {
   std::vector<Series> series;
 };
 
+// For a log-scale plot: removes the series that are empty or have a value that is not > 0 (gnuplot
+// cannot place it) and returns their titles, ", "-separated; with `say_why` each is followed by
+// " (exactly 0)" or " (not all > 0)".
+std::string drop_nonpositive(std::vector<Series>& series, bool say_why = false);
+
 // Writes DIR/NAME.dat (the data, one block per series) and DIR/NAME.gp (the gnuplot script), then
 // runs gnuplot to draw DIR/NAME.png and DIR/NAME.svg. Throws gs::Error if gnuplot fails.
 void draw(const Plot& plot, const std::filesystem::path& dir, const std::string& name);
+
+// A label as part of a file name: a placement triple "post/layer/admin" becomes "post-layer-admin"
+// (draw() refuses a name with a '/': it would name a folder that does not exist).
+std::string file_part(std::string label);
+
+// 'text' for a POSIX shell: single quotes, each ' written as '\''.
+std::string shell_quote(const std::string& text);
+
+// A CSV file with a header row. Rows are kept in memory and the whole file is rewritten atomically
+// (temporary file, then rename) by flush(), which row() also calls when a second has passed since the
+// last write; so the file on disk is always complete. Numbers are written with 10 significant digits.
+class CsvWriter {
+ public:
+  CsvWriter(std::filesystem::path path, std::vector<std::string> columns);
+  ~CsvWriter();  // flushes (errors then are only printed)
+  CsvWriter(const CsvWriter&) = delete;
+  CsvWriter& operator=(const CsvWriter&) = delete;
+
+  void row(const std::vector<double>& values);
+  void flush();
+  // For a resumed run: keeps the rows of the file already at `path` (if its header is the same) whose
+  // first value is at most `last`, e.g. the steps up to the checkpoint.
+  void keep_existing_rows(double last);
+
+ private:
+  std::filesystem::path path_;
+  std::size_t columns_;
+  std::string text_;
+  bool dirty_ = true;
+  std::chrono::steady_clock::time_point last_flush_;
+};
 
 }  // namespace gs::experiments

@@ -3,30 +3,24 @@
 #include <algorithm>
 #include <cmath>
 
-namespace gs::experiments {
+#include "experiments/common/stream_split.hpp"
 
-double rms(const Array& x) { return norm(x) / std::sqrt(static_cast<double>(std::max<std::size_t>(1, x.size()))); }
+namespace gs::experiments {
 
 // The LNs whose input is the residual stream (see the header), after a forward pass.
 std::vector<LnSite> ln_sites(const nn::TransformerLM& model) {
   std::vector<LnSite> sites;
   for (const auto& block : model.blocks) {
+    if (!block->ln1) continue;  // norm none: no norm reads the stream (rezero)
     const nn::BlockTrace& t = block->last;
     std::string b = "b";  // (s += ..., not "b" + ...: GCC 12 warns falsely, -Wrestrict)
     b += std::to_string(block->index);
-    switch (block->placement) {
-      case nn::Placement::post:
-      case nn::Placement::deepnorm:
-        sites.push_back({b + ".ln1", t.attn_sum, t.mid});
-        sites.push_back({b + ".ln2", t.mlp_sum, t.out});
-        break;
-      case nn::Placement::pre:
-      case nn::Placement::peri:
-        sites.push_back({b + ".ln1", t.input, t.attn_in});
-        sites.push_back({b + ".ln2", t.mid, t.mlp_in});
-        break;
-      case nn::Placement::rezero:
-        break;
+    if (block->placement == nn::Placement::post || block->placement == nn::Placement::b2t) {  // LN after the add
+      sites.push_back({b + ".ln1", t.attn_sum, t.mid});
+      sites.push_back({b + ".ln2", t.mlp_sum, t.out});
+    } else {  // pre and peri (a mixln block is post or pre): the LN in front of the sublayer reads the stream
+      sites.push_back({b + ".ln1", t.input, t.attn_in});
+      sites.push_back({b + ".ln2", t.mid, t.mlp_in});
     }
   }
   if (model.has_final_norm()) sites.push_back({"ln_f", model.blocks.back()->last.out, model.last.final_norm});
@@ -86,6 +80,35 @@ void read_tape(const nn::TransformerLM& model, StepRecord& r) {
     r.ln_rms.push_back(rms(s.in.value()));
     r.ln_gain.push_back(through_ln(s) / norm(s.out.grad()));
   }
+}
+
+Record to_record(const std::vector<StepRecord>& steps) {
+  Record r;
+  r.set("steps", static_cast<double>(steps.size()));
+  for (const StepRecord& s : steps) {
+    r.push("loss", s.loss);
+    r.push("lr", s.lr);
+    r.push("grad_norm", s.grad_norm);
+    r.push("output_move", s.output_move);
+    for (std::size_t j = 0; j < s.layer_grad.size(); ++j) r.push("grad." + std::to_string(j), s.layer_grad[j]);
+    for (std::size_t j = 0; j < s.ln_rms.size(); ++j) r.push("ln_rms." + std::to_string(j), s.ln_rms[j]);
+    for (std::size_t j = 0; j < s.ln_gain.size(); ++j) r.push("ln_gain." + std::to_string(j), s.ln_gain[j]);
+  }
+  return r;
+}
+
+std::vector<StepRecord> steps_of(const Record& r) {
+  std::vector<StepRecord> steps(static_cast<std::size_t>(r.get("steps")));
+  auto column = [&](const std::string& name, std::size_t i) { return r.list(name).at(i); };
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    StepRecord& s = steps[i];
+    s.loss = column("loss", i), s.lr = column("lr", i), s.grad_norm = column("grad_norm", i);
+    s.output_move = column("output_move", i);
+    for (std::size_t j = 0; r.has("grad." + std::to_string(j)); ++j) s.layer_grad.push_back(column("grad." + std::to_string(j), i));
+    for (std::size_t j = 0; r.has("ln_rms." + std::to_string(j)); ++j) s.ln_rms.push_back(column("ln_rms." + std::to_string(j), i));
+    for (std::size_t j = 0; r.has("ln_gain." + std::to_string(j)); ++j) s.ln_gain.push_back(column("ln_gain." + std::to_string(j), i));
+  }
+  return steps;
 }
 
 }  // namespace gs::experiments

@@ -8,12 +8,11 @@
 #include <vector>
 
 #include "engine/engine.hpp"
+#include "experiments/common/grid.hpp"
 #include "nn/data/dataset.hpp"
 #include "nn/transformer_lm.hpp"
 
 namespace gs::experiments {
-
-double rms(const Array& x);  // sqrt(mean x^2)
 
 // An LN of the residual stream: the handles of its input and output on the current tape.
 struct LnSite {
@@ -21,8 +20,9 @@ struct LnSite {
   Var in, out;
 };
 
-// The LNs whose input is the residual stream, after a forward pass: post and deepnorm the sums
-// entering ln1, ln2; pre and peri the stream entering ln1, ln2 and ln_f; rezero has none.
+// The LNs whose input is the residual stream, after a forward pass, found by asking each block: an LN
+// in front of a sublayer (pre, peri) reads the stream itself, one after the residual add (post,
+// deepnorm) reads the sum entering it; then ln_f on the last block's output. rezero has none.
 std::vector<LnSite> ln_sites(const nn::TransformerLM& model);
 
 // Parameter groups: 0 the input embedding, 1..L the blocks, L+1 the output (ln_f, head).
@@ -47,5 +47,9 @@ double through_ln(const LnSite& s);
 
 // What the forward and backward pass of this step left on the tape: layer_grad, ln_rms, ln_gain.
 void read_tape(const nn::TransformerLM& model, StepRecord& r);
+
+// A run's steps as a grid cell's record (one list per field: "loss", "grad.0", "ln_rms.1", ...) and back.
+Record to_record(const std::vector<StepRecord>& steps);
+std::vector<StepRecord> steps_of(const Record& record);
 
 }  // namespace gs::experiments

@@ -50,6 +50,8 @@ void for_each_row(const Array& x, F f) {
 
 }  // namespace
 
+double rms(const Array& x) { return norm(x) / std::sqrt(static_cast<double>(std::max<std::size_t>(1, x.size()))); }
+
 double mean_rms(const Array& x) {
   double total = 0.0;
   std::size_t rows = 0;

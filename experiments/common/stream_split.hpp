@@ -1,18 +1,18 @@
 // The residual stream of a TransformerLM, read off the tape: where the stream is between sublayers,
 // how large it is, and how the gradient that reached each position splits into what came through the
-// identity (skip) path and what came through the branch.
+// skip (identity) path and what came through the branch.
 //
 // Sublayer k of the model (k = 0 .. 2L-1) is block k/2's attention when k is even and its MLP when k
 // is odd. Stream position k is the input of sublayer k; position 2L is the last block's output:
 //   k:     0      1              2              3              ...  2L
 //   name:  emb    blocks.0.mid   blocks.0.out   blocks.1.mid   ...  blocks.{L-1}.out
 // (blocks.l.out is also block l+1's input x.) Sublayer k reads its input through two kinds of op:
-//   identity  the op of the skip path: the residual add itself, or for deepnorm the scaling alpha * x
+//   skip      the op of the skip path: the residual add itself, or for deepnorm the scaling alpha * x
 //             (BlockTrace::attn_skip / mlp_skip when that is an op of its own, else attn_sum / mlp_sum)
 //   branch    every other op that reads it: the sublayer's first ops (q, k, v projections or fc1) for
 //             post, deepnorm and rezero, the LayerNorm ln1 / ln2 for pre and peri.
 // With Tape::keep_contributions on, contributions(v) (engine/tools/inspect.hpp) lists the gradients that v's
-// consumers sent it, each with the sender's tape index, so the split is exact: identity + branch = gradient.
+// consumers sent it, each with the sender's tape index, so the split is exact: skip + branch = gradient.
 #pragma once
 
 #include <string>
@@ -26,14 +26,14 @@ namespace gs::experiments {
 
 // The gradient that reached one tape entry, split by the op that sent each part.
 struct PathSplit {
-  Array identity;  // the sum of the contributions sent by the identity ops (zeros if none arrived)
-  Array branch;    // the sum of every other contribution (zeros if none)
-  Array total;     // the entry's gradient as the tape accumulated it
-  std::size_t identity_parts = 0, branch_parts = 0;  // how many contributions each sum has
+  Array skip;    // the sum of the contributions sent along skip edges, the identity path (zeros if none arrived)
+  Array branch;  // the sum of every other contribution (zeros if none)
+  Array total;   // the entry's gradient as the tape accumulated it
+  std::size_t skip_parts = 0, branch_parts = 0;  // how many contributions each sum has
 };
 
 // Splits the gradient of `position` after a backward pass on a tape with keep_contributions on:
-// contributions sent along an edge marked skip go to identity, all others to branch. Throws gs::Error
+// contributions sent along an edge marked skip go to skip, all others to branch. Throws gs::Error
 // if the position has no gradient, if the tape kept no contributions for it (keep_contributions was
 // off), or if no skip edge leaves it (the top of the stream).
 PathSplit split_gradient(const Var& position);
@@ -48,6 +48,9 @@ struct StreamPosition {
 // The 2L + 1 positions of the model's last forward (model.last and each block's BlockTrace), in
 // order from emb to the last block's output.
 std::vector<StreamPosition> stream_positions(const nn::TransformerLM& model);
+
+// sqrt(mean x^2) over every element of x (0 for an empty x).
+double rms(const Array& x);
 
 // Norms of a (..., C) array taken per position (over the last axis), averaged over the other axes:
 //   mean_rms: mean of sqrt(mean_c x^2)      mean_l2: mean of sqrt(sum_c x^2) = sqrt(C) * mean_rms

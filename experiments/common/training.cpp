@@ -1,24 +1,20 @@
 #include "experiments/common/training.hpp"
 
-#include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
-#include <mutex>
-#include <thread>
+#include <map>
 
 #include "engine/engine.hpp"
 #include "nn/data/markov.hpp"
 
 namespace gs::experiments {
 
-std::mt19937_64 stream(unsigned seed, std::size_t step, unsigned purpose) {
-  std::seed_seq seq{seed, static_cast<unsigned>(step), static_cast<unsigned>(step >> 32), purpose};
+std::mt19937_64 rng_for(unsigned seed, std::size_t step, RngPurpose purpose) {
+  std::seed_seq seq{seed, static_cast<unsigned>(step), static_cast<unsigned>(step >> 32), static_cast<unsigned>(purpose)};
   return std::mt19937_64(seq);
 }
 
 nn::Batch training_batch(const nn::Dataset& data, std::size_t batch, std::size_t seq, unsigned seed, std::size_t step) {
-  std::mt19937_64 rng = stream(seed, step, train_stream);
+  std::mt19937_64 rng = rng_for(seed, step, RngPurpose::train);
   return data.batch(nn::Split::train, batch, seq, rng);
 }
 
@@ -57,6 +53,13 @@ Corpus markov_corpus(const MarkovCorpusOptions& o, std::size_t seq) {
                      chain.entropy_rate(), chain.window_floor(seq));
 }
 
+double corpus_bytes(std::size_t vocab, std::size_t order, const std::string& text_file) {
+  if (!text_file.empty()) return 9.0 * static_cast<double>(std::filesystem::file_size(text_file));  // a byte, a token
+  const MarkovCorpusOptions o;
+  const double tokens = static_cast<double>(o.train_tokens + o.validation_tokens);
+  return 8.0 * (tokens + std::pow(static_cast<double>(vocab), static_cast<double>(order) + 1.0));
+}
+
 Corpus text_corpus(const std::filesystem::path& path) {
   return make_corpus(path.string(), nn::char_dataset(path), NAN, NAN);
 }
@@ -67,7 +70,7 @@ double evaluate(nn::TransformerLM& model, const nn::Dataset& data, std::size_t b
                 std::size_t batches, unsigned seed) {
   Tape& tape = Tape::current();
   NoGradScope no_grad(tape);
-  std::mt19937_64 rng = stream(seed, 0, eval_stream);
+  std::mt19937_64 rng = rng_for(seed, 0, RngPurpose::eval);
   double total = 0.0;
   for (std::size_t i = 0; i < batches; ++i) {
     tape.reset();
@@ -98,7 +101,11 @@ Update apply_update(nn::Optimizer& optimizer, const nn::Schedule& schedule, std:
 bool StepResult::finite() const { return std::isfinite(loss); }
 
 StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t step) {
-  const nn::Batch batch = training_batch(*setup.data, setup.batch, setup.seq, setup.seed, step);
+  return train_step(model, optimizer, setup, step, training_batch(*setup.data, setup.batch, setup.seq, setup.seed, step));
+}
+
+StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t step,
+                      const nn::Batch& batch) {
   StepResult r;
   r.loss = forward_backward(model, batch);
   if (!r.finite()) {
@@ -110,28 +117,6 @@ StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const 
   r.grad_norm = u.grad_norm;
   r.lr = u.lr;
   return r;
-}
-
-void parallel_for(std::size_t n, unsigned jobs, const std::function<void(std::size_t)>& fn) {
-  std::atomic<std::size_t> next{0};
-  std::mutex mutex;
-  std::exception_ptr error;
-  auto worker = [&] {
-    for (std::size_t i = next++; i < n; i = next++) {
-      try {
-        fn(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!error) error = std::current_exception();
-        next = n;  // the others stop after their current index
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned j = 1; j < std::max(1u, jobs); ++j) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
-  if (error) std::rethrow_exception(error);
 }
 
 // ---- verdicts ----
@@ -152,6 +137,19 @@ Verdict verdict_of(double final_loss, const Thresholds& t) {
   if (!std::isfinite(final_loss) || final_loss > t.uniform + t.margin) return Verdict::diverged;
   if (final_loss > t.stuck - t.margin) return Verdict::stuck;
   return Verdict::trained;
+}
+
+std::string verdict_text(const std::vector<Verdict>& verdicts, std::size_t first_nan_step) {
+  std::map<Verdict, std::size_t> count;
+  for (Verdict v : verdicts) ++count[v];
+  std::string text;
+  for (const auto& [v, n] : count) {
+    if (!text.empty()) text += ", ";
+    if (count.size() > 1) text += std::to_string(n) + " ";
+    text += to_string(v);
+  }
+  if (first_nan_step) text += " (NaN at step " + std::to_string(first_nan_step) + ")";
+  return text;
 }
 
 }  // namespace gs::experiments

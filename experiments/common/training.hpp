@@ -2,13 +2,12 @@
 // a known loss floor, or a text file's characters), the per-step seeded batch stream, the held-out
 // evaluation, and one training step (forward, backward, clip, optimizer update at the scheduled rate).
 //
-// Every random draw comes from a stream seeded by (seed, step, purpose), so the same seed gives the
+// Every random draw comes from a generator seeded by (seed, step, purpose), so the same seed gives the
 // same run bit for bit, and a run resumed at step s sees exactly the batches the uninterrupted run saw.
 #pragma once
 
 #include <cstddef>
 #include <filesystem>
-#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,20 +20,14 @@
 
 namespace gs::experiments {
 
-// ---- random streams ----
+// ---- random numbers ----
 
-// What a stream is for; a different purpose gives an independent stream at the same step.
-enum StreamPurpose : unsigned {
-  train_stream = 0,
-  eval_stream = 1,
-  dump_stream = 2,
-  sample_stream = 3,
-  probe_stream = 4
-};
+// What a random-number generator is for; a different purpose gives an independent sequence at the same step.
+enum class RngPurpose : unsigned { train = 0, eval = 1, dump = 2, sample = 3, probe = 4 };
 
-// A random stream for one purpose at one step: the same (seed, step, purpose) always gives the same
-// stream, whatever happened before.
-std::mt19937_64 stream(unsigned seed, std::size_t step, unsigned purpose);
+// The generator for one purpose at one step: the same (seed, step, purpose) always gives the same
+// numbers, whatever happened before.
+std::mt19937_64 rng_for(unsigned seed, std::size_t step, RngPurpose purpose);
 
 // The training batch of step `step` (0-based): (batch, seq) windows of the training split.
 nn::Batch training_batch(const nn::Dataset& data, std::size_t batch, std::size_t seq, unsigned seed, std::size_t step);
@@ -65,6 +58,10 @@ struct MarkovCorpusOptions {
 Corpus markov_corpus(const MarkovCorpusOptions& options, std::size_t seq);
 // The characters of a text file, the last 10% held out.
 Corpus text_corpus(const std::filesystem::path& path);
+
+// The bytes a corpus takes in memory: a text file's bytes and their tokens, or the Markov corpus's
+// tokens and its chain's vocab^(order + 1) transition probabilities (text_file empty).
+double corpus_bytes(std::size_t vocab, std::size_t order, const std::string& text_file);
 
 // H = -sum_v p_v log p_v of the tokens' empirical frequencies p_v, in nats.
 double unigram_entropy(const nn::Tokens& tokens, std::size_t vocab);
@@ -107,11 +104,9 @@ struct StepResult {
 
 // Step `step` (0-based): training_batch, forward_backward, then apply_update if the loss is finite.
 StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t step);
-
-// Calls fn(0), ..., fn(n - 1) on `jobs` threads (the calling thread is one of them), each index once,
-// in no particular order. Each thread has its own tape (Tape::current() is per thread), so fn may
-// train its own model; it must not touch another index's data. Rethrows the first exception.
-void parallel_for(std::size_t n, unsigned jobs, const std::function<void(std::size_t)>& fn);
+// The same on a batch drawn by the caller (setup.data is not read).
+StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t step,
+                      const nn::Batch& batch);
 
 // ---- verdicts ----
 
@@ -131,5 +126,9 @@ struct Thresholds {
 };
 
 Verdict verdict_of(double final_loss, const Thresholds& thresholds);
+
+// The verdicts of one cell's seeds: "trained", or "2 stuck, 1 trained" when they disagree; with
+// " (NaN at step N)" when `first_nan_step` is not 0 (the first step at which a seed's loss was NaN/Inf).
+std::string verdict_text(const std::vector<Verdict>& verdicts, std::size_t first_nan_step = 0);
 
 }  // namespace gs::experiments

@@ -69,8 +69,11 @@ Tokens Dataset::encode(std::string_view text) const {
   return out;
 }
 
-Dataset char_dataset(const std::filesystem::path& path, double validation_fraction) {
-  const std::string text = read_file(path);
+Dataset char_dataset(const std::filesystem::path& path, double validation_fraction, std::size_t max_bytes) {
+  if (!(validation_fraction >= 0.0 && validation_fraction < 1.0))
+    throw Error(path.string() + ": the validation fraction " + std::to_string(validation_fraction) +
+                " is not in [0, 1)");
+  const std::string text = read_file(path, max_bytes);
   if (text.size() < 4) throw Error(path.string() + ": too short for a dataset (" + std::to_string(text.size()) + " bytes)");
   // The vocabulary: the file's distinct bytes, sorted.
   std::set<unsigned char> distinct(text.begin(), text.end());

@@ -51,6 +51,11 @@ class Dataset {
 
 // A character-level dataset from a text file: vocab = the sorted distinct bytes of the file; the first
 // (1 - validation_fraction) of the file is the training split, the rest the validation split.
-Dataset char_dataset(const std::filesystem::path& path, double validation_fraction = 0.1);
+// Reads only a regular file (not a directory, a FIFO or a device such as /dev/zero) of at most
+// max_bytes: it becomes 17 bytes of memory per byte of text (int64 tokens, twice), so the default
+// 16 MiB take about 270 MiB. Anything else is a gs::Error naming the file (and the limit).
+inline constexpr std::size_t text_dataset_max_bytes = std::size_t{16} << 20;
+Dataset char_dataset(const std::filesystem::path& path, double validation_fraction = 0.1,
+                     std::size_t max_bytes = text_dataset_max_bytes);
 
 }  // namespace gs::nn

@@ -33,8 +33,11 @@ std::size_t power(std::size_t base, std::size_t exponent) {
 
 MarkovChain::MarkovChain(const MarkovOptions& o) : vocab_(o.vocab), order_(o.order) {
   if (o.vocab < 2) throw Error("markov: vocab must be at least 2");
-  if (o.concentration <= 0.0) throw Error("markov: concentration must be positive");
-  if (o.smoothing < 0.0 || o.smoothing > 1.0) throw Error("markov: smoothing must be in [0, 1]");
+  // Written so that NaN fails too (every comparison with NaN is false).
+  if (!(o.concentration > 0.0 && std::isfinite(o.concentration)))
+    throw Error("markov: concentration must be a positive finite number, not " + std::to_string(o.concentration));
+  if (!(o.smoothing >= 0.0 && o.smoothing <= 1.0))
+    throw Error("markov: smoothing must be in [0, 1], not " + std::to_string(o.smoothing));
   if (power(o.vocab, o.order) * o.vocab > (std::size_t{1} << 24))
     throw Error("markov: vocab^(order+1) transition probabilities are too many to store (at most 16M)");
   std::mt19937_64 rng(o.seed);

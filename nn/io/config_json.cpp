@@ -1,40 +1,71 @@
 #include "nn/io/config_json.hpp"
 
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
 #include "engine/error.hpp"
+#include "nn/io/json.hpp"
 
 namespace gs::nn {
 
-JsonMembers model_config_members(const ModelConfig& c) {
-  return {{"vocab", std::to_string(c.vocab)},
-          {"context", std::to_string(c.context)},
-          {"d_model", std::to_string(c.d_model)},
-          {"heads", std::to_string(c.heads)},
-          {"layers", std::to_string(c.layers)},
-          {"d_ff", std::to_string(c.ff())},
-          {"placement", json_quote(to_string(c.placement))},
-          {"init", json_quote(c.init == Init::gpt2 ? "gpt2" : "xavier")},
-          {"seed", std::to_string(c.seed)}};
+nlohmann::ordered_json model_config_json(const ModelConfig& c) {
+  nlohmann::ordered_json j = {{"vocab", c.vocab},     {"context", c.context}, {"d_model", c.d_model},
+                              {"heads", c.heads},     {"layers", c.layers},   {"d_ff", c.ff()},
+                              {"placement", to_string(c.placement)},          {"norm", to_string(c.norm)},
+                              {"residual", to_string(c.residual)}};
+  if (c.placement == Placement::mixln) j["mixln_post"] = c.mixln_post_blocks();
+  if (c.norm == Norm::dyt) j["dyt_alpha"] = c.dyt_alpha;  // nlohmann writes a double so that it reads back exactly
+  j["init"] = to_string(c.init);
+  j["seed"] = c.seed;
+  return j;
 }
 
-ModelConfig model_config_from_json(const Json& json, const std::string& file) {
+namespace {
+
+std::size_t count(const JsonField& json, const std::string& key) {
+  return json.at(key).as_size_in(1, std::size_t{1} << 31);
+}
+
+}  // namespace
+
+ModelConfig model_config_from_json(const JsonField& json) {
   ModelConfig c;
-  c.vocab = json.at("vocab", file).as_size("vocab", file);
-  c.context = json.at("context", file).as_size("context", file);
-  c.d_model = json.at("d_model", file).as_size("d_model", file);
-  c.heads = json.at("heads", file).as_size("heads", file);
-  c.layers = json.at("layers", file).as_size("layers", file);
-  c.d_ff = json.at("d_ff", file).as_size("d_ff", file);
+  c.vocab = count(json, "vocab");
+  c.context = count(json, "context");
+  c.d_model = count(json, "d_model");
+  c.heads = count(json, "heads");
+  c.layers = count(json, "layers");
+  c.d_ff = count(json, "d_ff");
+  if (json.has("mixln_post")) c.mixln_post = json.at("mixln_post").as_size_in(0, std::size_t{1} << 31);
+  if (json.has("dyt_alpha")) {
+    const JsonField alpha = json.at("dyt_alpha");
+    c.dyt_alpha = alpha.as_double();
+    if (!std::isfinite(c.dyt_alpha)) alpha.fail("must be a finite number");
+  }
+  const JsonField placement = json.at("placement");
   try {
-    c.placement = parse_placement(json.at("placement", file).as_string("placement", file));
+    if (json.has("norm") || json.has("residual")) {  // the three axes
+      c.placement = parse_placement(placement.as_string());
+      c.norm = json.has("norm") ? parse_norm(json.at("norm").as_string()) : Norm::layer;
+      c.residual = json.has("residual") ? parse_residual(json.at("residual").as_string()) : Residual::none;
+      const std::string why = refusal(c);
+      if (!why.empty()) throw Error("'" + placement_name(c) + "' is refused: " + why);
+    } else {  // a file from before the axes: "placement" is a preset ("deepnorm", "rezero", ...)
+      apply_placement(c, placement.as_string());
+    }
   } catch (const Error& e) {
-    throw Error(file + ": " + e.what());
+    placement.fail(std::string("is not a placement: ") + e.what());
   }
   if (json.has("init")) {
-    const std::string& init = json.at("init", file).as_string("init", file);
-    if (init != "xavier" && init != "gpt2") throw Error(file + ": unknown init '" + init + "'");
-    c.init = init == "gpt2" ? Init::gpt2 : Init::xavier;
+    const JsonField init = json.at("init");
+    try {
+      c.init = parse_init(init.as_string());
+    } catch (const Error&) {
+      init.fail("is not an initialisation (valid: xavier, gpt2)");
+    }
   }
-  if (json.has("seed")) c.seed = static_cast<unsigned>(json.at("seed", file).as_size("seed", file));
+  if (json.has("seed")) c.seed = json.at("seed").as_unsigned();
   return c;
 }
 
@@ -49,7 +80,9 @@ std::string architecture_difference(const ModelConfig& a, const ModelConfig& b) 
         differ("heads", std::to_string(a.heads), std::to_string(b.heads)),
         differ("layers", std::to_string(a.layers), std::to_string(b.layers)),
         differ("d_ff", std::to_string(a.ff()), std::to_string(b.ff())),
-        differ("placement", to_string(a.placement), to_string(b.placement))})
+        differ("placement", placement_name(a), placement_name(b)),
+        differ("mixln_post", a.placement == Placement::mixln ? std::to_string(a.mixln_post_blocks()) : "-",
+               b.placement == Placement::mixln ? std::to_string(b.mixln_post_blocks()) : "-")})
     if (!d.empty()) return d;
   return "";
 }

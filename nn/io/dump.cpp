@@ -1,15 +1,16 @@
 #include "nn/io/dump.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "engine/tape.hpp"
-#include "nn/io/atomic_file.hpp"
 #include "nn/io/config_json.hpp"
+#include "nn/io/directory_write.hpp"
 #include "nn/io/npy.hpp"
 
 namespace gs::nn {
 
-double write_dump(const std::filesystem::path& dir, const ModelConfig& config, Module& model, const Batch& batch,
-                  const LossFunction& loss) {
-  namespace fs = std::filesystem;
+double write_dump(const std::filesystem::path& dir, std::string_view program, const ModelConfig& config, Module& model,
+                  const Batch& batch, const LossFunction& loss) {
   Tape& tape = Tape::current();
   tape.reset();
   model.zero_grad();
@@ -17,15 +18,19 @@ double write_dump(const std::filesystem::path& dir, const ModelConfig& config, M
   const double value = l.value()();
   l.backward();
 
-  for (const char* sub : {"params", "grads", "batch"}) fs::create_directories(dir / sub);
-  write_file_atomically(dir / "config.json", json_object(model_config_members(config)) + "\n");
-  for (const NamedParameter& p : model.named_parameters()) {
-    write_npy(dir / "params" / (p.name + ".npy"), p.parameter.value());
-    write_npy(dir / "grads" / (p.name + ".npy"), p.parameter.grad());
-  }
-  write_npy(dir / "batch" / "inputs.npy", batch.inputs);
-  write_npy(dir / "batch" / "targets.npy", batch.targets);
-  write_npy(dir / "loss.npy", Array{value});
+  nlohmann::ordered_json doc = {{"format", "gradscope dump"}};
+  const nlohmann::ordered_json model_fields = model_config_json(config);  // a named value: items() refers into it
+  for (const auto& [key, v] : model_fields.items()) doc[key] = v;
+  write_directory_atomically(dir, {std::string(program), "dump"}, [&](DirectoryWriter& out) {
+    out.write("config.json", doc.dump(2) + "\n");
+    for (const NamedParameter& p : model.named_parameters()) {
+      out.write("params/" + p.name + ".npy", npy_bytes(p.parameter.value()));
+      out.write("grads/" + p.name + ".npy", npy_bytes(p.parameter.grad()));
+    }
+    out.write("batch/inputs.npy", npy_bytes(batch.inputs));
+    out.write("batch/targets.npy", npy_bytes(batch.targets));
+    out.write("loss.npy", npy_bytes(Array{value}));
+  });
   tape.reset();
   return value;
 }

@@ -1,7 +1,11 @@
 #include "nn/io/npy.hpp"
 
 #include <bit>
+#include <cstdint>
 #include <cstring>
+#include <optional>
+
+#include <xtensor/xnpy.hpp>
 
 #include "engine/error.hpp"
 #include "nn/io/atomic_file.hpp"
@@ -13,122 +17,167 @@ static_assert(std::endian::native == std::endian::little, "npy.cpp assumes a lit
 
 namespace {
 
-constexpr char magic[] = "\x93NUMPY";  // 6 bytes (plus the literal's terminating 0)
-constexpr std::size_t magic_size = 6;
+constexpr std::string_view magic("\x93NUMPY", 6);
+constexpr std::size_t max_header = std::size_t{1} << 20;  // numpy itself refuses headers over 10,000 bytes
+constexpr std::size_t max_dimensions = 64;
 
-std::string shape_tuple(const Shape& shape) {
-  // Python's tuple syntax: "()", "(4,)", "(2, 3)".
-  std::string s = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + (shape.size() == 1 ? ",)" : ")");
-}
-
-template <class T>
-std::string bytes_of(const xt::xarray<T>& array, const char* descr) {
-  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " +
-                       shape_tuple(shape_of(array)) + ", }";
-  // Pad with spaces so that magic + version + HEADER_LEN + header + '\n' is a multiple of 64.
-  const std::size_t prefix = magic_size + 2 + 2;
-  while ((prefix + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
-
-  std::string out(magic, magic_size);
-  out += '\x01';
-  out += '\x00';
-  out += static_cast<char>(header.size() & 0xff);
-  out += static_cast<char>((header.size() >> 8) & 0xff);
-  out += header;
-  // xarray is row-major and contiguous, so its storage is the C-order data.
-  const T* data = array.data();
-  out.append(reinterpret_cast<const char*>(data), array.size() * sizeof(T));
-  return out;
-}
-
-// The value of `key` in the header dict, as the raw text up to the next top-level ',' or '}'.
-std::string header_value(const std::string& header, const std::string& key, const std::string& file) {
-  const std::size_t k = header.find("'" + key + "'");
-  if (k == std::string::npos) throw Error(file + ": corrupt .npy header: no '" + key + "' in " + header);
-  std::size_t colon = header.find(':', k);
-  if (colon == std::string::npos) throw Error(file + ": corrupt .npy header: " + header);
-  std::size_t begin = colon + 1;
-  while (begin < header.size() && header[begin] == ' ') ++begin;
-  std::size_t end = begin;
-  int depth = 0;
-  for (; end < header.size(); ++end) {
-    const char c = header[end];
-    if (c == '(') ++depth;
-    if (c == ')') --depth;
-    if (depth == 0 && (c == ',' || c == '}')) break;
-  }
-  std::string value = header.substr(begin, end - begin);
-  while (!value.empty() && value.back() == ' ') value.pop_back();
-  return value;
-}
-
-Shape parse_shape(const std::string& text, const std::string& file) {
-  if (text.size() < 2 || text.front() != '(' || text.back() != ')')
-    throw Error(file + ": corrupt .npy header: shape " + text + " is not a tuple");
+// The header dict as numpy writes it: {'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }
+struct Header {
+  std::string descr;
+  bool fortran_order = false;
   Shape shape;
-  std::size_t i = 1;
-  while (i + 1 < text.size()) {
-    while (i + 1 < text.size() && (text[i] == ' ' || text[i] == ',')) ++i;
-    if (i + 1 >= text.size()) break;
-    std::size_t j = i;
-    while (j + 1 < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
-    if (j == i) throw Error(file + ": corrupt .npy header: shape " + text + " is not a tuple of integers");
-    shape.push_back(std::stoull(text.substr(i, j - i)));
-    i = j;
+};
+
+// A small parser of exactly that Python literal: string keys, and values that are a string, True or
+// False, or a tuple of non-negative integers.
+class HeaderParser {
+ public:
+  HeaderParser(std::string_view text, const std::string& file) : text_(text), file_(file) {}
+
+  Header parse() {
+    Header h;
+    bool seen_descr = false, seen_order = false, seen_shape = false;
+    expect('{');
+    while (skip_space(), !eat('}')) {
+      const std::string key = quoted();
+      expect(':');
+      skip_space();
+      if (key == "descr" && !seen_descr) {
+        h.descr = quoted();
+        seen_descr = true;
+      } else if (key == "fortran_order" && !seen_order) {
+        if (word("True")) h.fortran_order = true;
+        else if (!word("False")) fail("fortran_order is neither True nor False");
+        seen_order = true;
+      } else if (key == "shape" && !seen_shape) {
+        h.shape = tuple();
+        seen_shape = true;
+      } else {
+        fail("unexpected key '" + key + "' (or a key given twice)");
+      }
+      skip_space();
+      if (!eat(',')) {
+        expect('}');
+        break;
+      }
+    }
+    if (!seen_descr || !seen_order || !seen_shape) fail("it lacks one of 'descr', 'fortran_order', 'shape'");
+    for (; pos_ < text_.size(); ++pos_)
+      if (text_[pos_] != ' ' && text_[pos_] != '\n') fail("characters after the dict");
+    return h;
   }
-  return shape;
-}
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(file_ + ": corrupt .npy header (" + what + ") at byte " + std::to_string(pos_) + " of the header");
+  }
+  void skip_space() {
+    while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_;
+  }
+  bool eat(char c) {
+    if (pos_ < text_.size() && text_[pos_] == c) return ++pos_, true;
+    return false;
+  }
+  void expect(char c) {
+    skip_space();
+    if (!eat(c)) fail(std::string("expected '") + c + "'");
+  }
+  bool word(std::string_view w) {
+    if (text_.substr(pos_, w.size()) != w) return false;
+    pos_ += w.size();
+    return true;
+  }
+  std::string quoted() {
+    skip_space();
+    const char q = pos_ < text_.size() ? text_[pos_] : '\0';
+    if (q != '\'' && q != '"') fail("expected a quoted string");
+    const std::size_t end = text_.find(q, pos_ + 1);
+    if (end == std::string_view::npos || end - pos_ > 64) fail("unterminated string");
+    std::string s(text_.substr(pos_ + 1, end - pos_ - 1));
+    pos_ = end + 1;
+    return s;
+  }
+  // "()", "(4,)", "(2, 3)": each dimension checked against overflow as it is read.
+  Shape tuple() {
+    if (!eat('(')) fail("the shape is not a tuple");
+    Shape shape;
+    while (skip_space(), !eat(')')) {
+      if (pos_ >= text_.size() || text_[pos_] < '0' || text_[pos_] > '9') fail("the shape is not a tuple of integers");
+      std::size_t d = 0;
+      while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
+        if (__builtin_mul_overflow(d, 10, &d) || __builtin_add_overflow(d, std::size_t(text_[pos_] - '0'), &d))
+          fail("a dimension does not fit in 64 bits");
+        ++pos_;
+      }
+      shape.push_back(d);
+      if (shape.size() > max_dimensions) fail("more than " + std::to_string(max_dimensions) + " dimensions");
+      skip_space();
+      if (!eat(',')) {
+        expect(')');
+        break;
+      }
+    }
+    return shape;
+  }
+
+  std::string_view text_;
+  const std::string& file_;
+  std::size_t pos_ = 0;
+};
 
 template <class T>
-xt::xarray<T> read(const std::filesystem::path& path, const std::string& want_descr) {
-  const std::string file = path.string();
-  const std::string bytes = read_file(path);
-  if (bytes.size() < magic_size + 4 || bytes.compare(0, magic_size, magic, magic_size) != 0)
+xt::xarray<T> parse(std::string_view bytes, const std::string& file, const std::string& want_descr) {
+  if (bytes.size() < magic.size() + 2 || bytes.substr(0, magic.size()) != magic)
     throw Error(file + ": not a .npy file (bad magic)");
-  const auto major = static_cast<unsigned char>(bytes[6]);
+  const auto major = static_cast<unsigned char>(bytes[6]), minor = static_cast<unsigned char>(bytes[7]);
   // Version 1.0 has a 2-byte HEADER_LEN, versions 2.0 and 3.0 a 4-byte one.
-  std::size_t len_size = major == 1 ? 2 : major == 2 || major == 3 ? 4 : 0;
-  if (len_size == 0) throw Error(file + ": unsupported .npy version " + std::to_string(major));
-  if (bytes.size() < magic_size + 2 + len_size) throw Error(file + ": truncated .npy header");
+  const std::size_t len_size = minor != 0 ? 0 : major == 1 ? 2 : major == 2 || major == 3 ? 4 : 0;
+  if (len_size == 0)
+    throw Error(file + ": unsupported .npy version " + std::to_string(major) + "." + std::to_string(minor));
+  if (bytes.size() < magic.size() + 2 + len_size) throw Error(file + ": truncated .npy header");
   std::size_t header_len = 0;
   for (std::size_t b = 0; b < len_size; ++b)
-    header_len |= std::size_t(static_cast<unsigned char>(bytes[magic_size + 2 + b])) << (8 * b);
-  const std::size_t data_start = magic_size + 2 + len_size + header_len;
+    header_len |= std::size_t(static_cast<unsigned char>(bytes[magic.size() + 2 + b])) << (8 * b);
+  if (header_len > max_header) throw Error(file + ": corrupt .npy header (HEADER_LEN " + std::to_string(header_len) + ")");
+  const std::size_t data_start = magic.size() + 2 + len_size + header_len;
   if (bytes.size() < data_start) throw Error(file + ": truncated .npy header");
-  const std::string header = bytes.substr(magic_size + 2 + len_size, header_len);
+  const Header h = HeaderParser(bytes.substr(magic.size() + 2 + len_size, header_len), file).parse();
 
-  const std::string descr = header_value(header, "descr", file);
-  if (descr != "'" + want_descr + "'")
-    throw Error(file + ": dtype " + descr + ", expected '" + want_descr + "'");
-  const std::string order = header_value(header, "fortran_order", file);
-  if (order != "False") throw Error(file + ": fortran_order is " + order + ", only C order (False) is read");
-  const Shape shape = parse_shape(header_value(header, "shape", file), file);
-
-  std::size_t count = 1;
-  for (std::size_t d : shape) count *= d;
+  if (h.descr != want_descr) throw Error(file + ": dtype '" + h.descr + "', expected '" + want_descr + "'");
+  if (h.fortran_order) throw Error(file + ": fortran_order is True, only C order (False) is read");
+  // The element count, and the span of the dimensions (zeros counted as 1, which bounds the strides
+  // xtensor computes from the shape), each checked against overflow.
+  std::size_t span = 1, count = 1, data_bytes = 0;
+  for (std::size_t d : h.shape)
+    if (__builtin_mul_overflow(span, d == 0 ? 1 : d, &span) || span > PTRDIFF_MAX / sizeof(T))
+      throw Error(file + ": shape " + shape_str(h.shape) + " is too large (its element count overflows)");
+  for (std::size_t d : h.shape) count *= d;  // at most span
+  data_bytes = count * sizeof(T);
   const std::size_t data_size = bytes.size() - data_start;
-  if (data_size != count * sizeof(T))
-    throw Error(file + ": shape " + shape_str(shape) + " needs " + std::to_string(count * sizeof(T)) +
+  if (data_size != data_bytes)
+    throw Error(file + ": shape " + shape_str(h.shape) + " needs " + std::to_string(data_bytes) +
                 " data bytes, the file has " + std::to_string(data_size) + " (truncated or corrupt)");
-  xt::xarray<T> array = xt::xarray<T>::from_shape(shape);
-  if (count) std::memcpy(array.data(), bytes.data() + data_start, count * sizeof(T));
+  xt::xarray<T> array = xt::xarray<T>::from_shape(h.shape);
+  if (count) std::memcpy(array.data(), bytes.data() + data_start, data_bytes);
   return array;
 }
 
 }  // namespace
 
-std::string npy_bytes(const Array& array) { return bytes_of(array, "<f8"); }
-std::string npy_bytes(const IndexArray& array) { return bytes_of(array, "<i8"); }
+std::string npy_bytes(const Array& array) { return xt::dump_npy(array); }
+std::string npy_bytes(const IndexArray& array) { return xt::dump_npy(array); }
 
 void write_npy(const std::filesystem::path& path, const Array& array) { write_file_atomically(path, npy_bytes(array)); }
 void write_npy(const std::filesystem::path& path, const IndexArray& array) {
   write_file_atomically(path, npy_bytes(array));
 }
 
-Array read_npy_f8(const std::filesystem::path& path) { return read<double>(path, "<f8"); }
-IndexArray read_npy_i8(const std::filesystem::path& path) { return read<std::int64_t>(path, "<i8"); }
+Array parse_npy_f8(std::string_view bytes, const std::string& file) { return parse<double>(bytes, file, "<f8"); }
+IndexArray parse_npy_i8(std::string_view bytes, const std::string& file) {
+  return parse<std::int64_t>(bytes, file, "<i8");
+}
+
+Array read_npy_f8(const std::filesystem::path& path) { return parse_npy_f8(read_file(path), path.string()); }
+IndexArray read_npy_i8(const std::filesystem::path& path) { return parse_npy_i8(read_file(path), path.string()); }
 
 }  // namespace gs::nn

@@ -1,7 +1,7 @@
 // gdb_demo: the program that docs/debugging.md steps through in gdb. Two Pre-LN residual steps on two
 // positions of width 4, a loss, and one backward pass:
 //   h = x + tanh(LN1(x) W1),   y = h + tanh(LN2(h) W2),   loss = mean(y^2)
-// Both LayerNorms are fused (one tape entry each). cmake/gdb.cmake builds this with -O0 -g in every
+// Both LayerNorms are fused (one tape entry each, whose backward calls gs::nn::layernorm_backward). cmake/gdb.cmake builds this with -O0 -g in every
 // build type, so that gdb sees the same locals in the release tree (where the walkthrough's test runs)
 // as in build/debug.
 #include <cstdio>
@@ -10,6 +10,14 @@
 #include "nn/layernorm.hpp"
 
 using namespace gs;
+
+// A next step: reset() keeps the emptied entries for reuse, and the printers must show only the new
+// one (scripts/gdb/check-walkthrough breaks here, by name, and checks after it returns).
+void next_step(Tape& tape) {
+  tape.reset();
+  Var z = tape.leaf(Array{1.0}).named("z");
+  std::printf("after reset: %zu entry, z = %g\n", tape.size(), z.value()());
+}
 
 int main() {
   Tape& tape = Tape::current();
@@ -26,11 +34,6 @@ int main() {
   Var loss = mean(y * y).named("loss");                        // ()
   loss.backward();
   std::printf("loss = %.6f\n", loss.value()());
-
-  // A next step: reset() keeps the emptied entries for reuse, and the printers must show only the new
-  // one (scripts/gdb/check-walkthrough stops on the marked line and checks).
-  tape.reset();
-  Var z = tape.leaf(Array{1.0}).named("z");
-  std::printf("after reset: %zu entry, z = %g\n", tape.size(), z.value()());  // gdb-walkthrough: after reset
+  next_step(tape);
   return 0;
 }

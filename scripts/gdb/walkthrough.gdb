@@ -1,14 +1,13 @@
 # The gdb session of docs/debugging.md, command by command; scripts/gdb/check-walkthrough replays it on
-# gdb_demo and checks that the document quotes what gdb prints. @MARKER@ stands for the line of the
-# comment "gdb-walkthrough: break here" in nn/layernorm.cpp (the fused LayerNorm's backward).
+# gdb_demo and checks that the document quotes what gdb prints. Every breakpoint is set by name.
 info auto-load python-scripts
 set print pretty on
-break layernorm.cpp:@MARKER@
+break gs::nn::layernorm_backward
 run
-print g.grad
-print mu
-print rstd
-print *g.inputs[0]
+print grad
+print stats
+print x
+frame 1
 frame function gs::Tape::backward
 print e
 print $gs_entry(e.inputs[0])

@@ -3,7 +3,7 @@
 
 #include "../check.hpp"
 #include "ex2_rmsnorm.hpp"
-#include "nn/layernorm.hpp"
+#include "nn/rmsnorm.hpp"
 
 using namespace gs;
 using gs::coursework::rmsnorm;
@@ -49,6 +49,7 @@ TEST_CASE("ex2 rmsnorm: built from engine ops, not from a fused op or nn's RMSNo
     INFO("entry " << i << ": " << e.op << " at " << e.site.file_name());
     REQUIRE(std::string(e.op).find("norm") == std::string::npos);
     REQUIRE(std::string(e.site.file_name()).find("nn/layernorm") == std::string::npos);
+    REQUIRE(std::string(e.site.file_name()).find("nn/rmsnorm") == std::string::npos);
   }
 }
 

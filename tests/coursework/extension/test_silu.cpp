@@ -46,6 +46,6 @@ TEST_CASE("silu's backward agrees with central finite differences", "[ext]") {
 
 TEST_CASE("silu inside a gradscope::nn linear layer passes a gradient check", "[ext]") {
   // y = silu(x W + b): x (5, 3), W (3, 2), b (2,)
-  require_gradcheck([](const std::vector<Var>& v) { return ext::silu(gs::nn::linear(v[0], v[1], v[2])); },
+  require_gradcheck([](const std::vector<Var>& v) { return ext::silu(gs::nn::linear_fused(v[0], v[1], v[2])); },
                     {inputs({5, 3}, 0.1), inputs({3, 2}, 0.7) * 0.5, inputs({2}, 1.1)});
 }

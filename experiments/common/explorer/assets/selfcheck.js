@@ -1,0 +1,140 @@
+// The page's self-check, run when its address ends in #selfcheck (tests/explorer_browser_check.cpp opens
+// it in headless Chromium). It acts as a user would, through the DOM (clicks, the scrubber's input
+// event, the run pickers' change event), and compares what the page then shows with the embedded data.
+// Each check writes "PASS name" or "FAIL name: why" into <pre id="selfcheck">, then a last line
+// "SELFCHECK DONE <passed> passed <failed> failed".
+window.gradscopeSelfcheck = function (E) {
+  'use strict';
+  const lines = [];
+  let passed = 0, failed = 0;
+  function check(name, ok, why) {
+    if (ok) { passed++; lines.push('PASS ' + name); } else { failed++; lines.push('FAIL ' + name + ': ' + why); }
+  }
+  function attempt(name, fn) {
+    try { fn(); } catch (e) { check(name, false, 'threw ' + e + (e && e.stack ? ' ' + e.stack.split('\n')[1] : '')); }
+  }
+  const D = E.DATA, $ = function (id) { return document.getElementById(id); };
+  const click = function (el) { el.dispatchEvent(new MouseEvent('click', { bubbles: true, cancelable: true })); };
+  const graphRun = D.runs.findIndex(function (r) { return r.graph && r.graph.snapshots.length > 1; });
+
+  check('data: the page holds runs', D.runs.length > 0, 'no runs');
+  check('data: a run has a graph with two or more snapshots', graphRun >= 0, 'none');
+  if (graphRun >= 0 && E.state.a !== graphRun) { $('run-a').value = graphRun; $('run-a').dispatchEvent(new Event('change')); }
+  const g = graphRun >= 0 ? D.runs[graphRun].graph : null;
+
+  // 1. Select a node: a residual fork (it has a gradient, contributions and a skip/branch split).
+  attempt('select a node', function () {
+    const i = g.forks.length ? g.forks[0].at : g.nodes.findIndex(function (n) { return n.inputs.length > 0; });
+    const el = E.view.nodes[i];
+    check('select: the node is drawn', !!el, 'no SVG element n' + i);
+    click(el.querySelector('text') || el);
+    const panel = $('panel'), s = g.snapshots[E.state.snap];
+    const text = function (k) { const x = panel.querySelector('[data-k="' + k + '"]'); return x ? x.textContent : null; };
+    check('select: the panel shows the tape index', text('index') === '#' + i, 'panel says ' + text('index'));
+    check('select: the panel shows the op', text('op') === g.nodes[i].op, 'panel says ' + text('op') + ', data ' + g.nodes[i].op);
+    const grad = E.stats(s.grad[i]);
+    const shownGrad = panel.querySelector('[data-k="grad"] [data-k="norm"]');
+    check('select: |grad| in the panel is the data\'s', shownGrad && shownGrad.textContent === E.fmt(grad.norm),
+      'panel ' + (shownGrad && shownGrad.textContent) + ', data ' + E.fmt(grad.norm));
+    const shownMean = panel.querySelector('[data-k="value"] [data-k="mean"]');
+    check('select: the value\'s mean in the panel is the data\'s', shownMean && shownMean.textContent === E.fmt(E.stats(s.value[i]).mean),
+      'panel ' + (shownMean && shownMean.textContent));
+    const expected = [];
+    g.edges.forEach(function (e, k) { if (e.from === i && s.edge_norm[k] !== null) expected.push(k); });
+    const rows = panel.querySelectorAll('[data-k="contributions"] tr[data-edge]');
+    check('select: one contribution row per edge that carried a gradient back', rows.length === expected.length && rows.length > 0,
+      rows.length + ' rows, ' + expected.length + ' edges');
+    let same = true, share = 0;
+    rows.forEach(function (r, k) {
+      const edge = +r.getAttribute('data-edge');
+      same = same && edge === expected[k] && r.querySelector('[data-k="c-norm"]').textContent === E.fmt(s.edge_norm[edge]);
+      share += s.edge_share[edge];
+    });
+    check('select: each contribution\'s |c| is the data\'s', same, 'a row differs');
+    check('select: the contributions\' shares sum to 1', Math.abs(share - 1) < 1e-3, 'sum ' + share);
+    if (g.nodes[i].fork >= 0) {
+      const f = s.forks[g.nodes[i].fork];
+      check('select: the fork\'s skip and branch parts are the data\'s',
+        text('fork-skip') === E.fmt(f[0]) && text('fork-branch') === E.fmt(f[1]),
+        'panel ' + text('fork-skip') + ' | ' + text('fork-branch') + ', data ' + E.fmt(f[0]) + ' | ' + E.fmt(f[1]));
+    }
+    check('select: the node is marked selected', el.classList.contains('selected'), 'no class');
+  });
+
+  // 2. Scrub to another step: an edge whose colour the data says changes is recoloured and relabelled.
+  attempt('scrub', function () {
+    const last = g.snapshots.length - 1, range = $('step');
+    // The expected colours, from the scale of each step's own norms (the default "step" mode).
+    const before = E.currentScale(), s0 = g.snapshots[E.state.snap], s1 = g.snapshots[last];
+    let k = -1;
+    range.value = last;
+    range.dispatchEvent(new Event('input'));
+    const after = E.currentScale();
+    g.edges.forEach(function (e, j) {
+      if (k < 0 && E.view.edges[j] && s0.edge_norm[j] !== null && s1.edge_norm[j] !== null &&
+          before.colour(s0.edge_norm[j]) !== after.colour(s1.edge_norm[j])) k = j;
+    });
+    check('scrub: the scrubber moved to the last snapshot', E.state.snap === last && $('step-label').textContent === String(s1.step),
+      'label ' + $('step-label').textContent);
+    check('scrub: some edge changes colour between the steps', k >= 0, 'none differs');
+    const path = E.view.edges[k].paths[0], want = after.colour(s1.edge_norm[k]);
+    check('scrub: the edge has the colour of its norm at the new step', path.getAttribute('stroke') === want,
+      'stroke ' + path.getAttribute('stroke') + ', expected ' + want + ' for |g| ' + s1.edge_norm[k]);
+    const label = E.view.edges[k].text;
+    check('scrub: the edge\'s label is its norm at the new step', !label || label.textContent.split(' ').pop() === E.fmt3(s1.edge_norm[k]),
+      'label ' + (label && label.textContent) + ', data ' + E.fmt3(s1.edge_norm[k]));
+    range.value = 0;
+    range.dispatchEvent(new Event('input'));
+    check('scrub: back at the first step, the first colour returns', path.getAttribute('stroke') === before.colour(s0.edge_norm[k]),
+      'stroke ' + path.getAttribute('stroke'));
+  });
+
+  // 3. Fold a block: click its cluster's name; its card shows its forks' skip and branch norms.
+  attempt('fold', function () {
+    const c = g.clusters.find(function (x) { return x.parent === '' && x.forks.length; });
+    check('fold: a block with residual connections exists', !!c, 'none');
+    const label = E.view.clusters[c.scope].querySelector('text');
+    click(label);
+    const card = Array.prototype.find.call(document.querySelectorAll('g.fold-card'), function (x) { return x.getAttribute('data-scope') === c.scope; });
+    check('fold: a card replaces ' + c.scope, !!card, 'no card');
+    const s = g.snapshots[E.state.snap], text = card.textContent;
+    let all = true;
+    c.forks.forEach(function (f) {
+      all = all && text.indexOf('skip ' + E.fmt(s.forks[f][0]) + ' | branch ' + E.fmt(s.forks[f][1])) >= 0;
+    });
+    check('fold: the card shows each fork\'s skip and branch norms from the data', all, 'card says: ' + text);
+    const member = g.nodes.find(function (n) { return n.scope === c.scope || n.scope.indexOf(c.scope + '.') === 0; });
+    check('fold: the block\'s nodes are hidden', E.view.nodes[member.i].style.display === 'none', 'node ' + member.i + ' shown');
+    click(card);
+    check('fold: clicking the card unfolds it', !document.querySelector('g.fold-card') && E.view.nodes[member.i].style.display === '',
+      'still folded');
+  });
+
+  // 4. Switch runs: pick another run B; the loss chart's dashed line holds that run's series.
+  attempt('switch runs', function () {
+    if (D.runs.length < 2) { check('switch: a second run to compare', false, 'the page has one run'); return; }
+    const b = $('run-b'), target = D.runs.length - 1 === E.state.a ? 0 : D.runs.length - 1;
+    b.value = target;
+    b.dispatchEvent(new Event('change'));
+    const entry = E.charts.find(function (c) { return c.id === 'loss'; });
+    check('switch: a loss chart exists', !!entry, 'none');
+    const set = entry.chart.data.datasets.find(function (d) { return d.run === target && d.label.indexOf('B: ') === 0; });
+    const series = D.runs[target].series.find(function (s) { return s.chart === 'loss'; });
+    let same = !!set && set.data.length === series.values.length;
+    if (same) series.values.forEach(function (v, k) { same = same && set.data[k].y === v && set.data[k].x === series.steps[k]; });
+    check('switch: run B\'s loss line is its data', same, set ? set.data.length + ' points, data ' + series.values.length : 'no dataset');
+    check('switch: the dashed line is drawn dashed', set && set.borderDash.length === 2, 'not dashed');
+    const a = $('run-a'), other = D.runs.findIndex(function (r, i) { return i !== E.state.a && r.graph; });
+    if (other >= 0) {
+      a.value = other;
+      a.dispatchEvent(new Event('change'));
+      const og = D.runs[other].graph;
+      check('switch: run A\'s graph is redrawn', E.state.a === other && document.querySelectorAll('#graph g.node').length === og.nodes.length,
+        document.querySelectorAll('#graph g.node').length + ' nodes drawn, data ' + og.nodes.length);
+    }
+  });
+
+  const out = document.getElementById('selfcheck');
+  out.hidden = false;
+  out.textContent = lines.join('\n') + '\nSELFCHECK DONE ' + passed + ' passed ' + failed + ' failed\n';
+};

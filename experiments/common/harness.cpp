@@ -1,0 +1,192 @@
+#include "experiments/common/harness.hpp"
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include "engine/error.hpp"
+#include "experiments/common/graph.hpp"
+#include "experiments/common/memory.hpp"
+#include "nn/transformer_lm.hpp"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace gs::experiments {
+
+void setup_process() {
+  openblas_set_num_threads(1);
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);  // no mmap (and munmap) for blocks under 256 MiB
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);    // no trimming of the heap's top below 1 GiB
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+namespace {
+template <class T>
+void first_of_each(std::vector<T>& v) {
+  std::vector<T> kept;
+  for (const T& x : v)
+    if (std::find(kept.begin(), kept.end(), x) == kept.end()) kept.push_back(x);
+  v = std::move(kept);
+}
+}  // namespace
+
+void keep_first_of_each(std::vector<std::string>& v) { first_of_each(v); }
+void keep_first_of_each(std::vector<std::size_t>& v) { first_of_each(v); }
+void keep_first_of_each(std::vector<double>& v) { first_of_each(v); }
+
+void sort_unique(std::vector<std::size_t>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+void Tick::operator()(std::size_t units, const std::string& what) {
+  done += units;
+  progress_.advance(units, cell_ + ": " + what);
+}
+
+Experiment::Experiment(std::string name, std::string description) : program(std::move(name)), app(description, program) {}
+
+Experiment::Experiment(std::string name, std::string description, std::string default_out)
+    : Experiment(std::move(name), std::move(description)) {
+  grid_ = true;
+  out = std::move(default_out);
+  add_model_flags();
+  add_flag(app, "--placements", placements, "placements to measure (comma-separated)");
+  add_flag(app, "--seeds", seeds, "seeds per measurement (mean and standard deviation over them)");
+  add_flag(app, "--jobs", jobs, "cells (runs) measured in parallel threads (results do not depend on it)");
+  add_flag(app, "--out", out, "directory for the CSV files and the plots (PNG and SVG)");
+  add_flag(app, "--dump", dump, "write weights, gradients, batch and loss of one fresh batch to this directory");
+  add_flag(app, "--shard", shard, "measure only shard K of N of the grid's cells and write them to --out/cells.csv");
+  add_flag(app, "--merge", merge, "print the tables of the shards' cells in these directories (comma-separated)");
+  describe(app, "--seed", "the first seed: every measurement is repeated for seeds --seed .. --seed + --seeds - 1 "
+                          "(model init and data)");
+  describe(app, "--placement", "the placement of the --dump model (the grid uses --placements)");
+  describe(app, "--dump", "write the model of the model flags at init, with its gradients on the batch of --seed "
+                          "that the measurements at init use, to this directory");
+}
+
+void Experiment::add_model_flags() {
+  gs::experiments::add_model_flags(app, model);
+  add_flag(app, "--graph", graph,
+           "draw the graph of one forward and backward pass of the model (model flags; keep --layers small) "
+           "into this file and exit: .svg or .png (needs Graphviz's dot), else DOT text");
+}
+
+int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
+  setup_process();
+  finish_cli(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // --help prints and gives 0; an error prints its one line
+    return code == 0 ? 0 : 2;
+  }
+  std::string problem = model.problem();
+  if (problem.empty() && (!model.norm.empty() || !model.residual.empty())) {
+    try {  // every placement by the name of what it now builds: "post" with --norm rms is "post/rms/none"
+      if (grid_)
+        for (std::string& p : placements) p = model.with_axes(p);
+      model.placement = model.with_axes(model.placement);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+  }
+  if (grid_ && problem.empty()) {
+    keep_first_of_each(placements);
+    if (static_cast<double>(model.seed) + static_cast<double>(seeds) - 1 > std::numeric_limits<unsigned>::max())
+      problem = "--seed " + std::to_string(model.seed) + " + --seeds " + std::to_string(seeds) +
+                " - 1 is past the largest seed, " + std::to_string(std::numeric_limits<unsigned>::max());
+    else if (!shard.empty() && !merge.empty())
+      problem = "--shard measures cells and --merge reads them: give one of them";
+    else if (!dump.empty() && (!shard.empty() || !merge.empty()))
+      problem = "--dump is written by an unsharded run; leave it out of --shard and --merge runs";
+  }
+  auto flag_error = [&](const std::string& what) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: error: %s (%s --help lists the flags)\n", program.c_str(), what.c_str(), program.c_str());
+    return 2;
+  };
+  if (!problem.empty()) return flag_error(problem);
+  try {
+    if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
+      write_model_graph(graph, model);
+      return 0;
+    }
+    body();
+    if (!dump.empty() && dump_at_init) {
+      nn::TransformerLM m(model.config());
+      dump_model(dump, m, dump_batch(dump_corpus(model.vocab, model.batch, model.seq, model.seed), model.batch,
+                                     model.seq, model.seed));
+    }
+  } catch (const FlagError& e) {
+    return flag_error(e.what());
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
+    return 1;
+  }
+  return 0;
+}
+
+std::vector<unsigned> Experiment::seed_list() const {
+  std::vector<unsigned> list;
+  for (std::size_t i = 0; i < seeds; ++i) list.push_back(model.seed + static_cast<unsigned>(i));
+  return list;
+}
+
+std::string Experiment::grid_flags() const {
+  std::string flags;
+  for (const CLI::Option* o : app.get_options()) {
+    const std::string name = o->get_name();
+    if (o->count() == 0 || name == "--help" || name == "--out" || name == "--jobs" || name == "--shard" ||
+        name == "--merge" || name == "--dump")
+      continue;
+    std::string values;
+    for (const std::string& r : o->results()) values += (values.empty() ? "" : ",") + r;
+    flags += (flags.empty() ? "" : " ") + name + "=" + values;
+  }
+  return flags;
+}
+
+std::optional<Results> Experiment::run_cells(const Grid& grid, const std::string& unit, const CostFn& cost,
+                                             const CellFn& measure) {
+  if (!merge.empty()) return Results(grid, read_shards(merge, grid, program, grid_flags()));
+  const Shard s = shard.empty() ? Shard{} : parse_shard(shard);
+  const std::vector<std::size_t> cells = s.cells(grid.size());
+  std::size_t total = 0;
+  for (std::size_t c : cells) total += cost ? cost(Cell{&grid, c}) : 1;
+  Progress progress(program, total, unit);
+  std::vector<Record> records(grid.size());
+  parallel_for(cells.size(), jobs, [&](std::size_t i) {
+    const Cell cell{&grid, cells[i]};
+    Tick tick(progress, grid.describe(cell.index));
+    records[cell.index] = measure(cell, tick);
+    const std::size_t units = cost ? cost(cell) : 1;
+    progress.advance(units - std::min(units, tick.done), tick.cell());
+  });
+  progress.finish();
+  if (shard.empty()) return Results(grid, std::move(records));
+  write_shard(out, grid, cells, records, program, s, grid_flags());
+  std::printf("%s: shard %zu/%zu: %zu of the grid's %zu cells measured, written to %s/cells.csv; the tables: %s --merge "
+              "DIR1,DIR2,... with the same flags\n",
+              program.c_str(), s.k, s.n, cells.size(), grid.size(), out.c_str(), program.c_str());
+  return std::nullopt;
+}
+
+void Experiment::check_memory(const nn::ModelConfig& largest, std::size_t optimizer_slots, bool keep_contributions,
+                              std::size_t cells, double data) const {
+  if (!merge.empty()) return;  // a merge measures nothing
+  const std::size_t concurrent = std::max<std::size_t>(1, std::min<std::size_t>(jobs, cells));
+  const std::string flags = "--layers " + std::to_string(largest.layers) + " --d-model " + std::to_string(largest.d_model) +
+                            " --d-ff " + std::to_string(largest.ff()) + " --vocab " + std::to_string(largest.vocab) +
+                            " --batch " + std::to_string(model.batch) + " --seq " + std::to_string(largest.context) +
+                            (grid_ ? " --jobs " + std::to_string(jobs) : "");
+  check_fits(footprint(largest, model.batch, optimizer_slots, keep_contributions), concurrent, data, flags);
+}
+
+}  // namespace gs::experiments

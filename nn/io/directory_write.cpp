@@ -1,0 +1,180 @@
+#include "nn/io/directory_write.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>  // renameat2, RENAME_EXCHANGE
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "engine/error.hpp"
+#include "nn/io/atomic_file.hpp"
+#include "nn/io/checksum.hpp"
+
+namespace gs::nn {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A test stops the process here when GRADSCOPE_TEST_PAUSE_AT names this point (see the header).
+void pause_point(const char* name) {
+  const char* at = std::getenv("GRADSCOPE_TEST_PAUSE_AT");
+  if (at && std::strcmp(at, name) == 0) ::raise(SIGSTOP);
+}
+
+// Flushes everything written under `dir` to the disk: one syncfs of its file system, rather than an
+// fsync per file (which costs a few milliseconds each on a journalling file system).
+void sync_tree(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int rc = fd < 0 ? -1 : ::syncfs(fd);
+  const int e = errno;
+  if (fd >= 0) ::close(fd);
+  if (rc != 0) throw Error("cannot sync " + dir.string() + " to the disk: " + std::strerror(e));
+}
+
+bool valid_relative(const std::string& name) {
+  if (name.empty() || name.front() == '/') return false;
+  for (const fs::path& part : fs::path(name))
+    if (part.empty() || part == "." || part == "..") return false;
+  return name.find("//") == std::string::npos && name.back() != '/';
+}
+
+}  // namespace
+
+// ---- writing ----
+
+DirectoryWriter::DirectoryWriter(fs::path root, OutputTag tag) : root_(std::move(root)), tag_(std::move(tag)) {
+  create_file(root_ / manifest_name, manifest_text(tag_, nullptr));  // first, so a leftover is provably ours
+}
+
+void DirectoryWriter::write(const std::string& relative, std::string_view bytes) {
+  if (!valid_relative(relative) || relative == manifest_name)
+    throw Error("cannot write " + relative + " into " + root_.string() + ": not a plain relative file name");
+  if (!names_.insert(relative).second) throw Error("cannot write " + relative + " twice into " + root_.string());
+  const fs::path path = root_ / relative;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  create_file(path, bytes);
+  files_.push_back({relative, sha256_hex(bytes)});
+  if (files_.size() == 1) pause_point("directory.filling");
+}
+
+void DirectoryWriter::finish() {
+  const fs::path manifest = root_ / manifest_name;
+  fs::remove(manifest);
+  create_file(manifest, manifest_text(tag_, &files_));
+}
+
+void write_directory_atomically(const fs::path& dir, const OutputTag& tag,
+                                const std::function<void(DirectoryWriter&)>& fill) {
+  fs::path target = dir.lexically_normal();
+  if (!target.has_filename()) target = target.parent_path();  // "out/" -> "out"
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+
+  remove_stale_leftovers(target, tag);
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(target, ec);
+  const bool existed = fs::exists(st);
+  if (existed) {
+    if (fs::is_symlink(st) || !fs::is_directory(st))
+      throw Error("cannot write " + target.string() + ": it exists and is not a directory; not replacing it");
+    if (const std::string why = why_not_replaceable(target, tag); !why.empty())
+      throw Error("cannot write " + target.string() + ": it " + why + "; not replacing it");
+  }
+  fs::create_directories(parent, ec);
+  if (ec) throw Error("cannot create " + parent.string() + ": " + ec.message());
+
+  const fs::path tmp = temporary_name(target);
+  if (fs::exists(fs::symlink_status(tmp, ec))) {  // this process's own, from a write that failed
+    if (!fs::is_directory(fs::symlink_status(tmp, ec)) || read_manifest(tmp).tag.program != tag.program)
+      throw Error("cannot write " + target.string() + ": " + tmp.string() + " is in the way and is not gradscope's");
+    fs::remove_all(tmp);
+  }
+  if (!fs::create_directory(tmp, ec) || ec)
+    throw Error("cannot create " + tmp.string() + ": " + (ec ? ec.message() : "it exists"));
+  try {
+    DirectoryWriter writer(tmp, tag);
+    fill(writer);
+    writer.finish();
+    sync_tree(tmp);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+
+  pause_point("directory.swapping");
+  if (!existed) {
+    if (::rename(tmp.c_str(), target.c_str()) != 0) {
+      const int e = errno;
+      fs::remove_all(tmp, ec);
+      throw Error("cannot rename " + tmp.string() + " to " + target.string() + ": " + std::strerror(e));
+    }
+    fsync_directory(parent);
+    return;
+  }
+  // One atomic step: afterwards tmp holds the previous version.
+  fs::path previous = tmp;
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0) {
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) {
+      const int e = errno;
+      fs::remove_all(tmp, ec);
+      throw Error("cannot replace " + target.string() + " by " + tmp.string() + ": " + std::strerror(e));
+    }
+    // No exchange on this file system: two renames, the previous version under the .old name between.
+    previous = target;
+    previous += ".old-" + std::to_string(::getpid());
+    if (::rename(target.c_str(), previous.c_str()) != 0 || ::rename(tmp.c_str(), target.c_str()) != 0) {
+      const int e = errno;
+      if (!fs::exists(target)) fs::rename(previous, target, ec);  // put the previous version back
+      fs::remove_all(tmp, ec);
+      throw Error("cannot replace " + target.string() + " by " + tmp.string() + ": " + std::strerror(e));
+    }
+  }
+  fsync_directory(parent);
+  pause_point("directory.cleaning");
+  fs::remove_all(previous, ec);
+  if (ec) throw Error("wrote " + target.string() + " but cannot remove its previous version " + previous.string() + ": " +
+                      ec.message());
+}
+
+// ---- reading ----
+
+VerifiedDirectory::VerifiedDirectory(fs::path dir, const std::string& kind) : dir_(std::move(dir)) {
+  std::error_code ec;
+  if (!fs::is_directory(dir_, ec)) throw Error(dir_.string() + " is not a directory");
+  if (!fs::exists(fs::symlink_status(dir_ / manifest_name, ec)))
+    throw Error(dir_.string() + " is not a gradscope " + kind + ": it has no " + manifest_name +
+                " (written by an older gradscope, or by something else)");
+  manifest_ = read_manifest(dir_);
+  const std::string file = (dir_ / manifest_name).string();
+  if (manifest_.tag.kind != kind)
+    throw Error(file + ": this directory is a " + manifest_.tag.kind + " of gradscope " + manifest_.tag.program +
+                ", not a " + kind);
+  if (!manifest_.lists_files)
+    throw Error(file + ": lists no files: the directory was not completely written");
+}
+
+std::string VerifiedDirectory::read(const std::string& relative, std::size_t max_bytes) const {
+  const fs::path path = dir_ / relative;
+  const auto listed = manifest_.files.find(relative);
+  if (listed == manifest_.files.end())
+    throw Error(path.string() + " is not listed in " + (dir_ / manifest_name).string());
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) throw Error(path.string() + " is missing (the manifest lists it)");
+  std::string bytes = read_file(path, max_bytes);
+  const std::string sha = sha256_hex(bytes);
+  if (sha != listed->second)
+    throw Error(path.string() + ": its SHA-256 is " + sha + ", the manifest says " + listed->second +
+                " (the file was changed or corrupted after it was written)");
+  return bytes;
+}
+
+void VerifiedDirectory::refuse_unlisted_files() const {
+  if (const std::string name = first_unlisted_file(dir_, manifest_); !name.empty())
+    throw Error((dir_ / name).string() + " is not listed in " + (dir_ / manifest_name).string() +
+                ": gradscope " + manifest_.tag.program + " did not write it");
+}
+
+}  // namespace gs::nn

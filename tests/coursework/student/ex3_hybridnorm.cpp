@@ -1,0 +1,23 @@
+// Your solution of exercise 3: docs/coursework.md#ex3. Check it with
+//   build/bin/gradscope_tests "[ex3]"     (configured with -DGRADSCOPE_COURSEWORK=student)
+#include "../ex3_hybridnorm.hpp"
+
+#include "engine/engine.hpp"
+
+namespace gs::coursework {
+
+HybridNormBlock::HybridNormBlock(const nn::ModelConfig& config, nn::Initializer& init)
+    : attn(config.d_model, config.heads, init), q_norm(config.d_model / config.heads),
+      k_norm(config.d_model / config.heads), v_norm(config.d_model / config.heads), ln2(config.d_model),
+      mlp(config.d_model, config.ff(), init) {
+  // Register the six children with add_child(name, module), under the names in ex3_hybridnorm.hpp.
+}
+
+Var HybridNormBlock::forward(const Var& x, Site site) {
+  // q, k, v: project, split into heads, normalize each head; h = x + o(attention(q, k, v));
+  // n = N2(h); y = n + MLP(n)
+  (void)x;
+  fail("HybridNormBlock", site, "not implemented yet: see docs/coursework.md#ex3");
+}
+
+}  // namespace gs::coursework

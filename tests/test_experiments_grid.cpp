@@ -1,0 +1,84 @@
+// The grid of the experiment harness (experiments/common/grid.hpp): cells in order, the last axis
+// fastest; shards that partition the cells; records that a shard writes and a merge reads back bit for
+// bit, NaN and infinities included; and the merges it refuses.
+#include <bit>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "check.hpp"
+#include "experiments/common/grid.hpp"
+
+using namespace gs::experiments;
+namespace fs = std::filesystem;
+
+namespace {
+
+Grid small_grid() {
+  Grid g;
+  g.axis("placement", {"post", "pre"}).axis("lr", labels(std::vector<double>{1e-3, 0.1 + 0.2})).axis("seed", {"0", "1", "2"});
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("a grid's cells are every combination, the last axis fastest; where() picks them by label", "[experiments][grid]") {
+  const Grid g = small_grid();
+  REQUIRE(g.size() == 12);
+  REQUIRE(g.labels(1) == std::vector<std::string>{"0.001", "0.30000000000000004"});  // shortest exact text
+  const Cell c{&g, 7};  // (pre, 0.001, seed 1): 7 = 1 * 6 + 0 * 3 + 1
+  REQUIRE(c["placement"] == 1);
+  REQUIRE(c["lr"] == 0);
+  REQUIRE(c["seed"] == 1);
+  REQUIRE(g.describe(7) == "pre, lr 0.001, seed 1");
+  std::vector<Record> records(12);
+  for (std::size_t i = 0; i < 12; ++i) records[i].set("i", static_cast<double>(i));
+  const Results r(g, records);
+  const auto seeds = r.where({{"placement", "pre"}, {"lr", "0.30000000000000004"}});
+  REQUIRE(seeds.size() == 3);
+  REQUIRE(seeds[0]->get("i") == 9);
+  REQUIRE(seeds[2]->get("i") == 11);
+  REQUIRE_THROWS_WITH(r.where({{"placement", "peri"}}), Catch::Contains("no label 'peri'"));
+  REQUIRE_THROWS_WITH(Grid().axis("lr", {"1", "1"}), Catch::Contains("twice"));
+}
+
+TEST_CASE("shards partition the cells", "[experiments][grid]") {
+  std::vector<int> hits(11, 0);
+  for (std::size_t k = 1; k <= 3; ++k)
+    for (std::size_t c : Shard{k, 3}.cells(11)) ++hits[c];
+  REQUIRE(hits == std::vector<int>(11, 1));
+  REQUIRE(Shard{3, 3}.cells(11) == std::vector<std::size_t>{2, 5, 8});
+}
+
+TEST_CASE("two shards written and merged give back every record bit for bit", "[experiments][grid]") {
+  const Grid g = small_grid();
+  const double odd[] = {0.1 + 0.2, -0.0, std::numeric_limits<double>::denorm_min(), 1e308 * 10, -1e308 * 10,
+                        std::nan(""), -std::nan(""), 1.0 / 3.0};
+  std::vector<Record> records(g.size());
+  for (std::size_t c = 0; c < g.size(); ++c) {
+    records[c].set("loss", odd[c % 8] * static_cast<double>(c + 1));
+    records[c].set("curve", {odd[(c + 1) % 8], odd[(c + 2) % 8], 2.5});
+  }
+  const fs::path dir = fs::temp_directory_path() / "gradscope_test_grid_shards";
+  fs::remove_all(dir);
+  for (std::size_t k = 1; k <= 2; ++k)
+    write_shard(dir / std::to_string(k), g, Shard{k, 2}.cells(g.size()), records, "test", Shard{k, 2}, "--seeds=3");
+  const std::vector<std::string> both = {(dir / "2").string(), (dir / "1").string()};
+  const std::vector<Record> back = read_shards(both, g, "test", "--seeds=3");
+  for (std::size_t c = 0; c < g.size(); ++c)
+    for (const auto& [name, values] : records[c].quantities()) {
+      INFO("cell " << c << " " << name);
+      REQUIRE(back[c].list(name).size() == values.size());
+      for (std::size_t i = 0; i < values.size(); ++i)
+        REQUIRE(std::bit_cast<std::uint64_t>(back[c].list(name)[i]) == std::bit_cast<std::uint64_t>(values[i]));
+    }
+  REQUIRE_THROWS_WITH(read_shards({(dir / "1").string()}, g, "test", "--seeds=3"), Catch::Contains("shard 2 of 2 is missing"));
+  REQUIRE_THROWS_WITH(read_shards(both, g, "test", "--seeds=4"), Catch::Contains("with the flags '--seeds=3'"));
+  REQUIRE_THROWS_WITH(read_shards(both, g, "other", "--seeds=3"), Catch::Contains("measured by test"));
+  REQUIRE_THROWS_WITH(read_shards({(dir / "1").string(), (dir / "1").string()}, g, "test", "--seeds=3"),
+                      Catch::Contains("both hold shard 1"));
+  Grid other;
+  other.axis("placement", {"post", "peri"}).axis("lr", g.labels(1)).axis("seed", {"0", "1", "2"});
+  REQUIRE_THROWS_WITH(read_shards(both, other, "test", "--seeds=3"), Catch::Contains("has placement pre"));
+  fs::remove_all(dir);
+}

@@ -1,0 +1,236 @@
+// Output ownership (nn/io/ownership.hpp, nn/io/directory_write.hpp): what gradscope did not write is
+// never deleted or overwritten, directories are replaced as a whole, leftovers of interrupted writes
+// are removed only when they are provably gradscope's.
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <filesystem>
+
+#include "check.hpp"
+#include "io_helpers.hpp"
+#include "nn/io/directory_write.hpp"
+#include "nn/io/ownership.hpp"
+
+using namespace gs;
+using namespace gs::nn;
+using gs::test::overwrite;
+using gs::test::read_file_or_empty;
+using gs::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The id of a process that has exited (a child that exits at once, reaped).
+long dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
+// A directory as write_directory_atomically leaves it, with one file, for `tag`.
+void write_dir(const fs::path& dir, const OutputTag& tag, const std::string& contents) {
+  write_directory_atomically(dir, tag, [&](DirectoryWriter& out) { out.write("a.txt", contents); });
+}
+
+std::size_t entries(const fs::path& dir) {
+  return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
+const OutputTag out_tag{"train", "out"}, dump_tag{"train", "dump"};
+
+}  // namespace
+
+TEST_CASE("claim_output_dir: creates, or reuses only this program's own --out directory", "[io][output]") {
+  TempDir tmp("claim");
+  const fs::path dir = tmp.path / "runs" / "a";
+  claim_output_dir(dir, "--out", out_tag);  // created with its parents, and marked
+  REQUIRE(read_manifest(dir).tag.program == "train");
+  REQUIRE(read_manifest(dir).tag.kind == "out");
+  overwrite(dir / "train.csv", "step\n1\n");
+  claim_output_dir(dir, "--out", out_tag);  // its own: reused, its files kept
+  REQUIRE(read_file_or_empty(dir / "train.csv") == "step\n1\n");
+
+  fs::create_directories(tmp.path / "empty");
+  REQUIRE_NOTHROW(claim_output_dir(tmp.path / "empty", "--out", out_tag));
+
+  fs::create_directories(tmp.path / "mine");
+  overwrite(tmp.path / "mine" / "thesis.tex", "precious");
+  REQUIRE_THROWS_WITH(claim_output_dir(tmp.path / "mine", "--out", out_tag),
+                      Catch::StartsWith("--out " + (tmp.path / "mine").string() + ": is not empty and holds no " +
+                                        manifest_name));
+  REQUIRE(entries(tmp.path / "mine") == 1);
+  REQUIRE_THROWS_WITH(claim_output_dir(dir, "--out", {"warmup", "out"}),
+                      Catch::Contains("holds gradscope train's output directory, not gradscope warmup's output directory"));
+  overwrite(tmp.path / "file", "x");
+  REQUIRE_THROWS_WITH(claim_output_dir(tmp.path / "file", "--out", out_tag), Catch::Contains("exists and is not a directory"));
+  REQUIRE_THROWS_WITH(claim_output_dir(tmp.path / "file" / "sub", "--out", out_tag),
+                      Catch::Contains("--out " + (tmp.path / "file" / "sub").string() + ": " +
+                                      (tmp.path / "file").string() + " is not a directory"));
+  if (fs::is_directory("/sys"))  // not writable, even for root
+    REQUIRE_THROWS_WITH(claim_output_dir("/sys/gradscope-test", "--out", out_tag),
+                        Catch::StartsWith("--out /sys/gradscope-test: cannot create anything in /sys"));
+}
+
+TEST_CASE("a directory written as a whole replaces only this program's own output of that kind", "[io][output]") {
+  TempDir tmp("replace");
+  // The data loss: mkdir p && echo x > p/f && train --dump p deleted p/f.
+  const fs::path p = tmp.path / "p";
+  fs::create_directories(p);
+  overwrite(p / "f", "x");
+  REQUIRE_THROWS_WITH(check_output_dir(p, "--dump", dump_tag),
+                      Catch::Equals("--dump " + p.string() + ": is not empty and holds no gradscope-output.json, so it "
+                                    "is not gradscope train's dump; not replacing it"));
+  REQUIRE_THROWS_WITH(write_dir(p, dump_tag, "new"), Catch::Contains("not replacing it"));
+  REQUIRE(read_file_or_empty(p / "f") == "x");
+  REQUIRE(entries(tmp.path) == 1);  // nothing beside it either
+
+  const fs::path d = tmp.path / "d";
+  REQUIRE_NOTHROW(check_output_dir(d, "--dump", dump_tag));  // absent: fine, and nothing created
+  REQUIRE_FALSE(fs::exists(d));
+  write_dir(d, dump_tag, "one");
+  write_dir(d, dump_tag, "two");  // its own earlier dump: replaced
+  REQUIRE(read_file_or_empty(d / "a.txt") == "two");
+  REQUIRE(VerifiedDirectory(d, "dump").read("a.txt", 100) == "two");
+  REQUIRE_THROWS_WITH(write_dir(d, {"train", "checkpoint"}, "x"), Catch::Contains("holds gradscope train's dump"));
+  REQUIRE_THROWS_WITH(write_dir(d, {"gradflow", "dump"}, "x"), Catch::Contains("not gradscope gradflow's dump"));
+  overwrite(d / "notes.txt", "mine");  // a file the user put into it makes it foreign
+  REQUIRE_THROWS_WITH(check_output_dir(d, "--dump", dump_tag),
+                      Catch::Contains("holds notes.txt, which gradscope train's dump did not write"));
+  fs::remove(d / "notes.txt");
+  fs::create_directories(d / "sub");
+  REQUIRE_THROWS_WITH(write_dir(d, dump_tag, "three"), Catch::Contains("holds sub, which"));
+  fs::remove(d / "sub");
+
+  fs::create_directories(tmp.path / "empty");
+  write_dir(tmp.path / "empty", dump_tag, "x");  // an empty directory holds nothing to lose
+  REQUIRE(read_file_or_empty(tmp.path / "empty" / "a.txt") == "x");
+  fs::create_directory_symlink(d, tmp.path / "link");
+  REQUIRE_THROWS_WITH(check_output_dir(tmp.path / "link", "--save", dump_tag), Catch::Contains("is a symbolic link"));
+  REQUIRE_THROWS_WITH(check_output_dir(tmp.path / "p" / "f", "--save", dump_tag), Catch::Contains("is not a directory"));
+  REQUIRE_THROWS_WITH(check_output_dir(".", "--save", dump_tag), Catch::Contains("cannot be replaced as a whole"));
+
+  // A fill that fails leaves the previous version and nothing else.
+  REQUIRE_THROWS_WITH(write_directory_atomically(d, dump_tag, [](DirectoryWriter& out) {
+                        out.write("a.txt", "half");
+                        throw Error("disk full, say");
+                      }),
+                      Catch::Equals("disk full, say"));
+  REQUIRE(read_file_or_empty(d / "a.txt") == "two");
+  // Names that would leave the directory are refused.
+  for (const char* bad : {"../x", "/etc/x", "a//b", "a/./b", "", manifest_name})
+    REQUIRE_THROWS_WITH(write_directory_atomically(tmp.path / "n", dump_tag, [&](DirectoryWriter& out) { out.write(bad, "x"); }),
+                        Catch::Contains("not a plain relative file name"));
+  REQUIRE(entries(tmp.path) == 4);  // p, d, empty, link: the refused writes left nothing
+}
+
+TEST_CASE("leftovers of interrupted writes are removed only when provably ours and their process is gone",
+          "[io][output]") {
+  TempDir tmp("leftovers");
+  const fs::path d = tmp.path / "ck";
+  write_dir(d, {"train", "checkpoint"}, "now");
+  const std::string dead = std::to_string(dead_pid());
+  auto make = [&](const std::string& name, const OutputTag* tag) {
+    fs::create_directories(tmp.path / name);
+    overwrite(tmp.path / name / "x.npy", "partial");
+    if (tag) overwrite(tmp.path / name / manifest_name, manifest_text(*tag, nullptr));
+  };
+  const OutputTag ck{"train", "checkpoint"};
+  make("ck.tmp-" + dead, &ck);                        // ours, its writer gone: removed
+  make("ck.old-" + dead, &ck);                        // ours: removed
+  make("ck.tmp-1", &ck);                              // process 1 is running: kept
+  make("ck.tmp-" + dead + "0", nullptr);              // no manifest: not provably ours, kept
+  const OutputTag other{"gradflow", "checkpoint"};
+  make("ck2.tmp-" + dead, &ck);                       // another output's leftover: not this one's
+  fs::create_directories(tmp.path / ("ck.tmpx-" + dead));  // another name pattern: kept
+  make("ck.tmp-" + dead + "1", &other);              // another program's: kept
+  check_output_dir(d, "--save", ck);
+  REQUIRE_FALSE(fs::exists(tmp.path / ("ck.tmp-" + dead)));
+  REQUIRE_FALSE(fs::exists(tmp.path / ("ck.old-" + dead)));
+  REQUIRE(fs::exists(tmp.path / "ck.tmp-1"));
+  REQUIRE(fs::exists(tmp.path / ("ck.tmp-" + dead + "0")));
+  REQUIRE(fs::exists(tmp.path / ("ck2.tmp-" + dead)));
+  REQUIRE(fs::exists(tmp.path / ("ck.tmpx-" + dead)));
+  REQUIRE(fs::exists(tmp.path / ("ck.tmp-" + dead + "1")));
+  REQUIRE(read_file_or_empty(d / "a.txt") == "now");
+
+  // A replacement killed between its two renames (file systems without RENAME_EXCHANGE) left the
+  // previous version under the .old name and no ck: it is moved back into place.
+  fs::rename(d, tmp.path / ("ck.old-" + dead));
+  write_dir(d, ck, "next");  // the next run of the same output
+  REQUIRE(read_file_or_empty(d / "a.txt") == "next");
+  REQUIRE_FALSE(fs::exists(tmp.path / ("ck.old-" + dead)));
+
+  // Inside a claimed --out directory, a file's leftover is ours by where it is.
+  const fs::path out = tmp.path / "out";
+  claim_output_dir(out, "--out", out_tag);
+  overwrite(out / ("train.csv.tmp-" + dead), "half a csv");
+  overwrite(out / "train.csv.tmp-1", "a live writer's");
+  overwrite(out / ("notes.txt"), "mine");
+  claim_output_dir(out, "--out", out_tag);
+  REQUIRE_FALSE(fs::exists(out / ("train.csv.tmp-" + dead)));
+  REQUIRE(fs::exists(out / "train.csv.tmp-1"));
+  REQUIRE(fs::exists(out / "notes.txt"));
+}
+
+TEST_CASE("check_output_file: a file is replaced only if it carries this program's signature", "[io][output]") {
+  TempDir tmp("file");
+  const fs::path g = tmp.path / "g.svg";
+  REQUIRE_NOTHROW(check_output_file(g, "--graph", "train"));
+  REQUIRE_FALSE(fs::exists(g));
+  overwrite(g, "<svg><!-- " + output_signature("train") + " --></svg>");
+  REQUIRE_NOTHROW(check_output_file(g, "--graph", "train"));
+  REQUIRE_THROWS_WITH(check_output_file(g, "--graph", "gradflow"),
+                      Catch::Contains("exists and was not written by gradscope gradflow"));
+  overwrite(g, "<svg>a drawing of mine</svg>");
+  REQUIRE_THROWS_WITH(check_output_file(g, "--graph", "train"),
+                      Catch::StartsWith("--graph " + g.string() + ": exists and was not written by gradscope train"));
+  // The signature must be near the start: a file that quotes it somewhere late is not recognised.
+  overwrite(g, std::string(5000, ' ') + output_signature("train"));
+  REQUIRE_THROWS_WITH(check_output_file(g, "--graph", "train"), Catch::Contains("first 4 KiB"));
+
+  REQUIRE_THROWS_WITH(check_output_file(tmp.path, "--graph", "train"), Catch::Contains("is a directory"));
+  fs::create_symlink(g, tmp.path / "link.svg");
+  REQUIRE_THROWS_WITH(check_output_file(tmp.path / "link.svg", "--graph", "train"), Catch::Contains("symbolic link"));
+  REQUIRE(::mkfifo((tmp.path / "fifo.svg").c_str(), 0600) == 0);
+  REQUIRE_THROWS_WITH(check_output_file(tmp.path / "fifo.svg", "--graph", "train"), Catch::Contains("not a regular file"));
+  REQUIRE_THROWS_WITH(check_output_file(g / "x.svg", "--graph", "train"), Catch::Contains("is not a directory"));
+  if (fs::is_directory("/sys"))
+    REQUIRE_THROWS_WITH(check_output_file("/sys/g.svg", "--graph", "train"), Catch::Contains("cannot create anything in /sys"));
+
+  // Leftovers of an interrupted render: removed when they carry the signature and their writer is gone.
+  fs::remove(g);
+  const std::string dead = std::to_string(dead_pid());
+  overwrite(tmp.path / ("g.svg.tmp-" + dead + ".dot"), "// " + output_signature("train") + "\ndigraph {}");
+  overwrite(tmp.path / ("g.svg.tmp-" + dead), "someone else's");
+  check_output_file(tmp.path / "g.svg", "--graph", "train");
+  REQUIRE_FALSE(fs::exists(tmp.path / ("g.svg.tmp-" + dead + ".dot")));
+  REQUIRE(fs::exists(tmp.path / ("g.svg.tmp-" + dead)));
+}
+
+TEST_CASE("png_with_signature: a tEXt chunk after IHDR, with PNG's CRC-32", "[io][output]") {
+  // The 8-byte PNG signature and an IHDR chunk of a 1x1 grey image, then an (empty) IEND chunk.
+  const std::string ihdr_data("\0\0\0\x01\0\0\0\x01\x08\x00\x00\x00\x00", 13);
+  auto chunk = [](const std::string& type, const std::string& data) {
+    const std::string td = type + data;
+    const auto crc = static_cast<std::uint32_t>(::crc32(0L, reinterpret_cast<const Bytef*>(td.data()), static_cast<uInt>(td.size())));
+    auto be = [](std::uint32_t v) {
+      return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
+    };
+    return be(static_cast<std::uint32_t>(data.size())) + td + be(crc);
+  };
+  const std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr_data) + chunk("IEND", "");
+  const std::string marked = png_with_signature(png, "train");
+  const std::string text = std::string("Software\0", 9) + "written by gradscope train";
+  REQUIRE(marked == png.substr(0, 33) + chunk("tEXt", text) + png.substr(33));
+  // CRC-32 of "tEXt" + that text by an independent implementation:
+  //   python3 -c "import zlib; print(hex(zlib.crc32(b'tEXtSoftware\x00written by gradscope train')))"  # 0x3cc9afef
+  REQUIRE(marked.substr(33 + 8 + text.size(), 4) == std::string("\x3c\xc9\xaf\xef", 4));
+  REQUIRE_THROWS_WITH(png_with_signature("GIF89a", "train"), Catch::Contains("not a PNG"));
+  TempDir tmp("png");
+  overwrite(tmp.path / "g.png", marked);
+  REQUIRE_NOTHROW(check_output_file(tmp.path / "g.png", "--graph", "train"));
+}

@@ -1,0 +1,237 @@
+// The placement zoo's three axes: names, presets, triples and refusals (nn/config.hpp); config.json
+// round trips; Admin's profiling pass; and, for every zoo member, the skip and branch parts of the
+// gradient at every stream position.
+#include <cmath>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "check.hpp"
+#include "nn/io/config_json.hpp"
+#include "nn/io/json.hpp"
+#include "nn/transformer_lm.hpp"
+#include "nn_gradcheck.hpp"
+
+using namespace gs;
+using namespace gs::nn;
+
+namespace {
+
+const IndexArray ids = {{0, 3, 4}, {2, 2, 1}};
+const IndexArray targets = {{3, 4, 0}, {2, 1, 1}};
+
+std::string triple(const ModelConfig& c) {
+  return to_string(c.placement) + "/" + to_string(c.norm) + "/" + to_string(c.residual);
+}
+
+ModelConfig applied(const std::string& spec) {
+  ModelConfig c;
+  apply_placement(c, spec);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("each axis parses its names and prints them back", "[nn][zoo][config]") {
+  for (Placement p : {Placement::post, Placement::pre, Placement::peri, Placement::mixln, Placement::b2t})
+    REQUIRE(parse_placement(to_string(p)) == p);
+  REQUIRE(parse_placement("sandwich") == Placement::peri);
+  for (Norm n : {Norm::layer, Norm::rms, Norm::dyt, Norm::none}) REQUIRE(parse_norm(to_string(n)) == n);
+  for (Residual r : {Residual::none, Residual::deepnorm, Residual::admin, Residual::rezero, Residual::lns})
+    REQUIRE(parse_residual(to_string(r)) == r);
+  for (Init i : {Init::xavier, Init::gpt2}) REQUIRE(parse_init(to_string(i)) == i);
+  REQUIRE_THROWS_WITH(parse_placement("deepnorm"),
+                      Catch::Contains("unknown placement 'deepnorm'") && Catch::Contains("b2t"));
+  REQUIRE_THROWS_WITH(parse_norm("batch"), "norm: unknown norm 'batch' (valid: layer, rms, dyt, none)");
+  REQUIRE_THROWS_WITH(parse_residual("x"), "residual: unknown residual 'x' (valid: none, deepnorm, admin, rezero, lns)");
+  REQUIRE_THROWS_WITH(parse_init("he"), "init: unknown init 'he' (valid: xavier, gpt2)");
+}
+
+TEST_CASE("the presets are today's placements as triples, and placement_name names them back", "[nn][zoo][config]") {
+  REQUIRE(placement_presets() == std::vector<std::string>{"post", "pre", "peri", "deepnorm", "rezero"});
+  REQUIRE(triple(applied("post")) == "post/layer/none");
+  REQUIRE(triple(applied("pre")) == "pre/layer/none");
+  REQUIRE(triple(applied("peri")) == "peri/layer/none");
+  REQUIRE(triple(applied("sandwich")) == "peri/layer/none");
+  REQUIRE(triple(applied("deepnorm")) == "post/layer/deepnorm");
+  REQUIRE(triple(applied("rezero")) == "pre/none/rezero");
+  for (const std::string& preset : placement_presets()) REQUIRE(placement_name(applied(preset)) == preset);
+  REQUIRE(placement_name(applied("sandwich")) == "peri");
+  // A triple's omitted parts default to layer and none; a triple that is a preset is named as one.
+  REQUIRE(triple(applied("mixln")) == "mixln/layer/none");
+  REQUIRE(triple(applied("pre/rms")) == "pre/rms/none");
+  REQUIRE(placement_name(applied("pre/rms")) == "pre/rms/none");
+  REQUIRE(placement_name(applied("post/layer/deepnorm")) == "deepnorm");
+  REQUIRE(placement_name(applied("post/layer")) == "post");
+  REQUIRE(placement_name(applied("sandwich/dyt/lns")) == "peri/dyt/lns");
+  // Every canonical name reads back as itself.
+  for (const std::string& member : test::zoo()) REQUIRE(placement_name(applied(member)) == member);
+  REQUIRE(test::zoo().size() == 35);
+}
+
+TEST_CASE("bad placement specs are one-line errors naming the spec and the valid names or the reason",
+          "[nn][zoo][config]") {
+  ModelConfig c;
+  c.placement = Placement::peri;
+  for (const std::string bad : {"postln", "pre/layernorm", "pre/layer/none/x", "", "/rms", "pre/rms/alpha"}) {
+    INFO("'" << bad << "'");
+    REQUIRE_THROWS_WITH(apply_placement(c, bad), Catch::Contains("placement: unknown placement '" + bad + "'") &&
+                                                     Catch::Contains("deepnorm, rezero") &&
+                                                     Catch::Contains("P/N/R") && !Catch::Contains("\n"));
+  }
+  REQUIRE(c.placement == Placement::peri);  // unchanged by a throw
+  // Refused combinations: one reason each (docs/placements.md lists them).
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"post/none", "with norm none no norm is left to place"},
+      {"b2t/none", "with norm none"},
+      {"mixln/none/none", "with norm none"},
+      {"pre/layer/deepnorm", "deepnorm up-weights the skip in front of a Post-LN norm"},
+      {"b2t/layer/deepnorm", "needs placement post"},
+      {"pre/layer/admin", "admin profiles the skip weights of Post-LN blocks"},
+      {"mixln/rms/admin", "needs placement post"},
+      {"post/layer/rezero", "rezero starts every block as the identity, which a norm on the stream (post) undoes"},
+      {"b2t/layer/rezero", "(b2t) undoes"},
+      {"pre/none/lns", "lns scales the output of each norm, and with norm none there is none"},
+      {"post/layer/lns", "in post a norm's output is the stream itself"},
+      {"mixln/layer/lns", "in mixln a norm's output is the stream itself"}};
+  for (const auto& [spec, why] : refused) {
+    INFO(spec);
+    REQUIRE_THROWS_WITH(apply_placement(c, spec), Catch::StartsWith("placement '" + spec + "' is refused: ") &&
+                                                      Catch::Contains(why) && !Catch::Contains("\n"));
+    // The model refuses the same triple set by hand.
+    ModelConfig direct = test::tiny_config("pre");
+    const ModelConfig parsed = [&] {
+      ModelConfig p;
+      const std::vector<std::string> parts = [&] {
+        std::vector<std::string> out(1);
+        for (char ch : spec) {
+          if (ch == '/') out.emplace_back();
+          else out.back().push_back(ch);
+        }
+        return out;
+      }();
+      p.placement = parse_placement(parts[0]);
+      p.norm = parts.size() > 1 ? parse_norm(parts[1]) : Norm::layer;
+      p.residual = parts.size() > 2 ? parse_residual(parts[2]) : Residual::none;
+      return p;
+    }();
+    direct.placement = parsed.placement;
+    direct.norm = parsed.norm;
+    direct.residual = parsed.residual;
+    REQUIRE_THROWS_WITH(TransformerLM(direct), Catch::StartsWith("TransformerLM: placement '") && Catch::Contains(why));
+  }
+  // 5 x 4 x 5 = 100 triples: 35 are built, each of the other 65 is refused with a reason.
+  std::size_t refused_count = 0;
+  for (int p = 0; p < 5; ++p)
+    for (int n = 0; n < 4; ++n)
+      for (int r = 0; r < 5; ++r) {
+        ModelConfig t;
+        t.placement = static_cast<Placement>(p);
+        t.norm = static_cast<Norm>(n);
+        t.residual = static_cast<Residual>(r);
+        refused_count += !refusal(t).empty();
+      }
+  REQUIRE(refused_count == 65);
+}
+
+TEST_CASE("config.json carries the three axes and reads old files' presets", "[nn][zoo][config]") {
+  for (const std::string& member : test::zoo()) {
+    INFO(member);
+    ModelConfig c = test::tiny_config(member);
+    c.dyt_alpha = 0.3;
+    c.layers = 6;
+    if (c.placement == Placement::mixln) c.mixln_post = 4;
+    const std::string text = model_config_json(c).dump(2);
+    REQUIRE(text.find("\"norm\"") != std::string::npos);
+    REQUIRE(text.find("\"residual\"") != std::string::npos);
+    REQUIRE((text.find("\"mixln_post\": 4") != std::string::npos) == (c.placement == Placement::mixln));
+    REQUIRE((text.find("\"dyt_alpha\": 0.3") != std::string::npos) == (c.norm == Norm::dyt));
+    const nlohmann::json doc = parse_json(text, "config.json");
+    const ModelConfig back = model_config_from_json(JsonField(doc, "config.json"));
+    REQUIRE(placement_name(back) == member);
+    REQUIRE(architecture_difference(c, back).empty());
+    if (c.norm == Norm::dyt) REQUIRE(back.dyt_alpha == 0.3);
+    if (c.placement == Placement::mixln) REQUIRE(back.mixln_post_blocks() == 4);
+  }
+  // A file written before the axes: "placement" is a preset.
+  for (const std::string& preset : placement_presets()) {
+    const std::string old = "{\"vocab\": 5, \"context\": 3, \"d_model\": 4, \"heads\": 2, \"layers\": 2, \"d_ff\": 8, "
+                            "\"placement\": \"" + preset + "\", \"init\": \"xavier\", \"seed\": 1}";
+    const nlohmann::json doc = parse_json(old, "old.json");
+    REQUIRE(placement_name(model_config_from_json(JsonField(doc, "old.json"))) == preset);
+  }
+  const std::string refused = "{\"vocab\": 5, \"context\": 3, \"d_model\": 4, \"heads\": 2, \"layers\": 2, \"d_ff\": 8, "
+                              "\"placement\": \"pre\", \"norm\": \"none\", \"residual\": \"lns\"}";
+  const nlohmann::json doc = parse_json(refused, "c.json");
+  REQUIRE_THROWS_WITH(model_config_from_json(JsonField(doc, "c.json")),
+                      Catch::StartsWith("c.json: placement is not a placement: 'pre/none/lns' is refused"));
+  REQUIRE(architecture_difference(test::tiny_config("pre"), test::tiny_config("pre/rms")) ==
+          "placement is pre in one and pre/rms/none in the other");
+}
+
+TEST_CASE("at every stream position of every zoo member, skip + branch = the gradient", "[nn][zoo][skip]") {
+  for (const std::string& member : test::zoo()) {
+    for (bool jittered : {false, true}) {
+      INFO(member << (jittered ? ", jittered" : ", at init"));
+      TransformerLM model(test::tiny_config(member));
+      if (jittered) test::jitter(model.named_parameters(), 0.2, 11);
+      Tape tape;
+      TapeScope scope(tape);
+      tape.keep_contributions = true;
+      model.loss(ids, targets).backward();
+      std::vector<Var> positions = {model.last.emb};
+      for (const auto& block : model.blocks) {
+        positions.push_back(block->last.mid);
+        positions.push_back(block->last.out);
+      }
+      positions.pop_back();  // the top of the stream has no skip path above it
+      for (std::size_t k = 0; k < positions.size(); ++k) {
+        INFO("position " << k);
+        const SkipBranch s = split_skip_branch(positions[k]);
+        REQUIRE(xt::allclose(s.skip + s.branch, positions[k].grad(), 1e-13, 1e-15));
+        REQUIRE(s.skip_parts >= 1);
+        REQUIRE(s.branch_parts >= 1);
+        // A B2T block's input is read by two skip edges: the attention's add and h + x.
+        const bool b2t_input = member.starts_with("b2t") && k % 2 == 0;
+        REQUIRE(s.skip_parts == (b2t_input ? 2u : 1u));
+      }
+    }
+  }
+}
+
+TEST_CASE("Admin's omegas come from one profiling pass, as in Liu et al.'s reference code", "[nn][zoo][admin]") {
+  for (const std::string member : {"post/layer/admin", "post/rms/admin", "post/dyt/admin"}) {
+    INFO(member);
+    ModelConfig c = test::tiny_config(member);
+    c.layers = 3;
+    TransformerLM model(c);
+    // The constructor profiled on its own batch: every omega is a constant vector, and the first is 1.
+    REQUIRE((model.blocks[0]->admin_attn.value() == Array(xt::ones<double>({4}))));
+    for (const auto& block : model.blocks)
+      for (const Parameter* omega : {&block->admin_attn, &block->admin_mlp})
+        REQUIRE(xt::amax(xt::abs(omega->value() - omega->value()(0)))() == 0.0);
+    // Profile on a batch of our own, then replay it: omega_1 = 1, and each next omega is
+    // sqrt(Var(omega_i (.) s_i) + Var(F_i(s_i))) over every element of the batch, in forward order.
+    const IndexArray batch = {{1, 4, 0}, {3, 3, 2}, {0, 1, 2}};
+    model.profile_admin(batch);
+    Tape tape;
+    TapeScope scope(tape);
+    model.logits(batch);
+    auto var = [](const Array& a) {
+      const double m = xt::mean(a)();
+      return xt::mean((a - m) * (a - m))();
+    };
+    double expected = 1.0;
+    for (const auto& block : model.blocks) {
+      const BlockTrace& t = block->last;
+      REQUIRE(block->admin_attn.value()(2) == Approx(expected).epsilon(1e-12));
+      expected = std::sqrt(var(t.attn_skip.value()) + var(t.attn_branch.value()));
+      REQUIRE(block->admin_mlp.value()(2) == Approx(expected).epsilon(1e-12));
+      expected = std::sqrt(var(t.mlp_skip.value()) + var(t.mlp_branch.value()));
+    }
+    // With a norm that normalizes, every skip's variance is omega_i^2 and the weight grows with depth.
+    if (c.norm != Norm::dyt) REQUIRE(model.blocks[2]->admin_mlp.value()(0) > model.blocks[0]->admin_mlp.value()(0));
+  }
+  TransformerLM post(test::tiny_config("post"));
+  REQUIRE_THROWS_WITH(post.profile_admin(ids), Catch::Contains("not admin"));
+}
