@@ -347,6 +347,7 @@ int main(int argc, char** argv) {
           o.placement = ex.placements[c["placement"]];
           o.layers = depths[c["layers"]];
           o.seed = ex.seed_list()[c["seed"]];
+          if (c["seed"] == 0) ex.record_init_pass(c.index, grid.describe(c.index), o.config(), data[c["seed"]].batch(0));
           return measure(o.config(), data[c["seed"]], eps, batches);
         });
     if (results) report(Scan{*results, ex.placements, depths, ex.seeds}, mo.seed, eps, batches, ex.out);

@@ -323,6 +323,7 @@ int main(int argc, char** argv) {
           o.placement = ex.placements[c["placement"]];
           o.layers = all[c["layers"]];
           o.seed = ex.seed_list()[c["seed"]];
+          if (c["seed"] == 0) ex.record_init_pass(c.index, grid.describe(c.index), o.config(), batches[c["seed"]]);
           return measure(o.config(), batches[c["seed"]]);
         });
     if (results) report(Scan{*results, ex.placements, depths, ex.seeds}, mo.layers, mo.seed, ex.out);

@@ -53,12 +53,16 @@ struct GridOptions {
 // "losses" (the training loss of each step; the run stops at the first NaN/Inf), "final_loss" (held
 // out, after the last step; NaN if the run diverged to NaN/Inf), "blew_up" (the 1-based step whose loss
 // was NaN/Inf, 0: none) and "verdict".
-Record run_one(ModelOptions m, const Corpus& corpus, double lr, std::size_t warmup, const GridOptions& go, Tick& tick) {
+// With --html, the first seed's run is recorded for the explorer page.
+Record run_one(ModelOptions m, const Corpus& corpus, double lr, std::size_t warmup, const GridOptions& go, Tick& tick,
+               Experiment& ex, const Cell& cell) {
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
   nn::Adam adam(model.named_parameters(), nn::AdamOptions{0.9, 0.98, 1e-8, 0.0, false});
   const nn::Schedule schedule{nn::ScheduleKind::warmup, lr, warmup, go.steps, 0.1};
-  const StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, go.clip};
+  StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, go.clip};
+  const auto rec = cell["seed"] == 0 ? ex.recorder(cell.grid->describe(cell.index), model) : nullptr;
+  setup.recorder = rec.get();
   Record r;
   std::size_t blew_up = 0;
   for (std::size_t step = 0; step < go.steps && blew_up == 0; ++step) {
@@ -72,7 +76,13 @@ Record run_one(ModelOptions m, const Corpus& corpus, double lr, std::size_t warm
   const double final_loss = blew_up ? NAN : evaluate(model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
   r.set("final_loss", final_loss);
   r.set("blew_up", static_cast<double>(blew_up));
-  r.set("verdict", static_cast<double>(verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, go.margin})));
+  const Verdict verdict = verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, go.margin});
+  r.set("verdict", static_cast<double>(verdict));
+  if (rec) {
+    rec->run().facts = {{"program", "warmup"}, {"run", cell.grid->describe(cell.index)}, {"data", corpus.name},
+                        {"held-out loss", fmt(final_loss)}, {"verdict", to_string(verdict)}};
+    ex.add_run(cell.index, rec->take());
+  }
   return r;
 }
 
@@ -326,7 +336,7 @@ int main(int argc, char** argv) {
       ModelOptions m = mo;
       m.placement = ex.placements[c["placement"]];
       m.seed = ex.seed_list()[c["seed"]];
-      return run_one(m, corpora[c["dataset"]], go.lrs[c["lr"]], go.warmups[c["warmup"]], go, tick);
+      return run_one(m, corpora[c["dataset"]], go.lrs[c["lr"]], go.warmups[c["warmup"]], go, tick, ex, c);
     });
     if (!results) return;
     report(Cells{*results, ex.placements, go}, corpora, ex.seed_list(), ex.out);
