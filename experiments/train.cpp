@@ -260,16 +260,16 @@ int main(int argc, char** argv) {
     std::printf("train: %zu steps of B=%zu T=%zu, %s lr %g, %s schedule, warmup %zu, clip %g, weight decay %g\n",
                 o.steps, B, T, o.optimizer.c_str(), o.lr, o.schedule.c_str(), o.warmup, o.clip, o.weight_decay);
     StepSetup setup{&corpus.data, B, T, config.seed, schedule, o.clip};
-    const auto recorder = ex.recorder(nn::placement_name(config) + ", " + o.optimizer + " lr " + std::to_string(o.lr) +
+    const auto recorder = ex.recorder(nn::placement_name(config) + ", " + o.optimizer + " lr " + fmt(o.lr) +
                                           ", warmup " + std::to_string(o.warmup), model);
     setup.recorder = recorder.get();
     const Trained t = train_loop(model, *optimizer, setup, start, o);
     if (recorder) {
       recorder->run().facts = {{"program", "train"}, {"placement", nn::placement_name(config)},
-                               {"optimizer", o.optimizer + ", lr " + std::to_string(o.lr) + ", " + o.schedule +
+                               {"optimizer", o.optimizer + ", lr " + fmt(o.lr) + ", " + o.schedule +
                                                  " schedule, warmup " + std::to_string(o.warmup)},
                                {"steps", std::to_string(start) + " to " + std::to_string(o.steps)},
-                               {"validation loss", std::to_string(t.val_loss)}};
+                               {"validation loss", fmt(t.val_loss)}};
       ex.add_run(0, recorder->take());
     }
     if (!std::isnan(corpus.floor)) std::printf(", entropy-rate floor %.4f, gap %.4f nats", corpus.floor, t.val_loss - corpus.floor);

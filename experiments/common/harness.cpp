@@ -11,6 +11,7 @@
 #include "engine/tape.hpp"
 #include "experiments/common/graph.hpp"
 #include "experiments/common/memory.hpp"
+#include "experiments/common/report.hpp"
 #include "experiments/common/training.hpp"
 #include "nn/transformer_lm.hpp"
 
@@ -106,7 +107,7 @@ void Experiment::record_init_pass(std::size_t order, const std::string& name, co
   tape.keep_contributions = keep;
   tape.reset();
   rec.run().facts = {{"program", program}, {"run", name}, {"what", "one forward and backward pass at initialization"},
-                     {"placement", nn::placement_name(config)}, {"loss", std::to_string(loss)}};
+                     {"placement", nn::placement_name(config)}, {"loss", fmt(loss)}};
   add_run(order, rec.take());
 }
 
