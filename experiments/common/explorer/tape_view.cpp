@@ -91,14 +91,15 @@ std::string site_of(const Site& site) {
 }
 
 // Where the skip path into a residual add starts: its skip input s, or, where s is a link inside the
-// skip path that only the path reads (DeepNorm's alpha * s), the stream position before it. -1 if the
-// path has no position that other ops read too (no fork, is_stream_fork of engine/tools/inspect.hpp).
+// skip path that only the path reads (DeepNorm's alpha * s; B2T's h + x, whose first input h is where
+// the MLP branch forks), the stream position before it along the first skip input. -1 if the path has
+// no position that other ops read too (no fork, is_stream_fork of engine/tools/inspect.hpp).
 int skip_start(const Tape& tape, int add) {
   int at = add;
   for (;;) {
     const Entry& e = tape.entry(at);
     int s = -1;
-    for (std::size_t k = 0; k < e.inputs.size(); ++k)
+    for (std::size_t k = 0; k < e.inputs.size() && s < 0; ++k)
       if (tape.role(at, k) == EdgeRole::skip) s = e.inputs[k];
     if (s < 0) return -1;
     if (is_stream_fork(tape, s)) return s;
