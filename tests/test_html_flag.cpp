@@ -72,7 +72,7 @@ const std::vector<Case>& cases() {
 
 }  // namespace
 
-TEST_CASE("--html: every binary that trains or measures writes a page of its runs, read back whole", "[html][binaries]") {
+TEST_CASE("html flag: every binary that trains or measures writes a page of its runs, read back whole", "[html][binaries]") {
   for (const Case& c : cases()) {
     SECTION(c.program) {
       TempDir dir("html-" + c.program);
@@ -104,7 +104,7 @@ TEST_CASE("--html: every binary that trains or measures writes a page of its run
   }
 }
 
-TEST_CASE("--html: a file gradscope did not write, or another program's page, is refused and left untouched",
+TEST_CASE("html flag: a file gradscope did not write, or another program's page, is refused and left untouched",
           "[html][binaries]") {
   TempDir dir("html-foreign");
   const std::string notes = "<!doctype html>\n<p>my notes</p>\n";
