@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
     const nlohmann::json record = data_record(o, resumed);
     nn::ModelConfig largest = config;
     if (!o.text.empty()) largest.vocab = 256;  // a text file has at most 256 distinct bytes
-    ex.check_memory(largest, o.optimizer == "sgd" ? 1 : 2, false, 1, corpus_bytes(config.vocab, o.markov_order, o.text));
+    ex.check_memory(largest, o.optimizer == "sgd" ? 1 : 2, ex.html_wanted(), 1, corpus_bytes(config.vocab, o.markov_order, o.text));
     const Corpus corpus = load_corpus(o, config, resumed);
     const std::size_t B = ex.model.batch, T = config.context;
 

@@ -320,7 +320,7 @@ int main(int argc, char** argv) {
     nn::ModelConfig largest = mo.config();
     largest.vocab = std::max<std::size_t>(mo.vocab, text ? 256 : 0);
     const std::size_t runs = go.datasets.size() * ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
-    ex.check_memory(largest, 2, false, runs, corpus_bytes(mo.vocab, go.markov_order, "") + (text ? corpus_bytes(0, 0, go.text) : 0));
+    ex.check_memory(largest, 2, ex.html_wanted(), runs, corpus_bytes(mo.vocab, go.markov_order, "") + (text ? corpus_bytes(0, 0, go.text) : 0));
     const std::vector<Corpus> corpora = load_corpora(go, mo);
     std::printf("warmup: %zu runs (%zu placements x %zu lrs x %zu warmups x %zu corpora x %zu seeds), %zu steps each\n",
                 runs, ex.placements.size(), go.lrs.size(), go.warmups.size(), corpora.size(), ex.seeds, go.steps);
