@@ -331,7 +331,7 @@ int main(int argc, char** argv) {
     if (depths.size() < 2) throw FlagError("--depths needs at least two different depths to fit a slope");
     nn::ModelConfig largest = mo.config();
     largest.layers = depths.back();
-    ex.check_memory(largest, 1, false, ex.placements.size() * depths.size() * ex.seeds, 0.0);
+    ex.check_memory(largest, 1, ex.html_wanted(), ex.placements.size() * depths.size() * ex.seeds, 0.0);
     std::printf("amplification: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; %zu Markov batch(es) of %zu x "
                 "%zu per seed; seeds %u..%zu\n",
                 mo.vocab, mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), batches, mo.batch, mo.seq, mo.seed,
@@ -347,6 +347,7 @@ int main(int argc, char** argv) {
           o.placement = ex.placements[c["placement"]];
           o.layers = depths[c["layers"]];
           o.seed = ex.seed_list()[c["seed"]];
+          if (c["seed"] == 0) ex.record_init_pass(c.index, grid.describe(c.index), o.config(), data[c["seed"]].batch(0));
           return measure(o.config(), data[c["seed"]], eps, batches);
         });
     if (results) report(Scan{*results, ex.placements, depths, ex.seeds}, mo.seed, eps, batches, ex.out);

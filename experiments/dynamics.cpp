@@ -74,9 +74,12 @@ struct RunTrace {
 };
 
 // One run's steps as a record (step_measures.hpp), with "final_loss" and "verdict".
-Record run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const DynamicsOptions& o, Tick& tick) {
+// With --html, the first seed's run is recorded for the explorer page.
+Record run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const DynamicsOptions& o, Tick& tick,
+               Experiment& ex, const Cell& cell) {
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
+  const auto rec = cell["seed"] == 0 ? ex.recorder(cell.grid->describe(cell.index), model) : nullptr;
   nn::Adam adam(model.named_parameters(), nn::AdamOptions{0.9, 0.98, 1e-8, 0.0, false});
   const nn::Schedule schedule{nn::ScheduleKind::warmup, o.lr, warmup, o.steps, 0.1};
   std::mt19937_64 probe_rng = rng_for(m.seed, 0, RngPurpose::probe);
@@ -89,11 +92,18 @@ Record run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const D
     r.loss = forward_backward(model, training_batch(corpus.data, m.batch, m.seq, m.seed, step));
     if (!std::isfinite(r.loss)) break;
     read_tape(model, r);
+    if (rec) rec->record_pass(step, Tape::current(), r.loss);
     const Update u = apply_update(adam, schedule, step, o.clip);
+    if (rec) rec->record_update(step);
     r.lr = u.lr;
     r.grad_norm = u.grad_norm;
     Array after = probe_logits(model, probe);
     r.output_move = rms(after - before);
+    if (rec) {
+      rec->run().declare_chart({"output_move", "output move", "RMS over the probe batch of logits after the update "
+                                "minus logits before it (dynamics' link 1).", "RMS", true});
+      rec->run().add_point("output_move", "logits", step, r.output_move);
+    }
     before = std::move(after);
     char what[96];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f", r.loss, r.lr, r.grad_norm);
@@ -104,7 +114,13 @@ Record run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const D
   const double final_loss = steps.size() == o.steps ? evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, m.seed) : NAN;
   Record record = to_record(steps);
   record.set("final_loss", final_loss);
-  record.set("verdict", static_cast<double>(verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, o.margin})));
+  const Verdict verdict = verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, o.margin});
+  record.set("verdict", static_cast<double>(verdict));
+  if (rec) {
+    rec->run().facts = {{"program", "dynamics"}, {"run", cell.grid->describe(cell.index)}, {"data", corpus.name},
+                        {"held-out loss", fmt(final_loss)}, {"verdict", to_string(verdict)}};
+    ex.add_run(cell.index, rec->take());
+  }
   return record;
 }
 
@@ -403,7 +419,7 @@ int main(int argc, char** argv) {
       ModelOptions m = mo;
       m.placement = ex.placements[c["placement"]];
       m.seed = ex.seed_list()[c["seed"]];
-      return run_one(m, o.warmups[c["warmup"]], corpus, o, tick);
+      return run_one(m, o.warmups[c["warmup"]], corpus, o, tick, ex, c);
     });
     if (!results) return;
     const Runs traces = runs_of(*results, ex.placements, o);

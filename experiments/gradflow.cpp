@@ -307,7 +307,7 @@ int main(int argc, char** argv) {
     const std::vector<std::size_t> all(measured.begin(), measured.end());
     nn::ModelConfig largest = mo.config();
     largest.layers = all.back();
-    ex.check_memory(largest, 0, false, ex.placements.size() * all.size() * ex.seeds, 0.0);
+    ex.check_memory(largest, 0, ex.html_wanted(), ex.placements.size() * all.size() * ex.seeds, 0.0);
     std::printf("gradflow: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; one Markov batch of %zu x %zu per "
                 "seed; seeds %u..%zu\n",
                 mo.vocab, mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.seed,
@@ -323,6 +323,7 @@ int main(int argc, char** argv) {
           o.placement = ex.placements[c["placement"]];
           o.layers = all[c["layers"]];
           o.seed = ex.seed_list()[c["seed"]];
+          if (c["seed"] == 0) ex.record_init_pass(c.index, grid.describe(c.index), o.config(), batches[c["seed"]]);
           return measure(o.config(), batches[c["seed"]]);
         });
     if (results) report(Scan{*results, ex.placements, depths, ex.seeds}, mo.layers, mo.seed, ex.out);

@@ -362,11 +362,33 @@ int main(int argc, char** argv) {
           o.seed = ex.seed_list()[c["seed"]];
           nn::TransformerLM model(o.config());
           const nn::Dataset& corpus = data[c["seed"]];
-          if (steps) train(model, corpus, {&corpus, B, T, o.seed, {nn::ScheduleKind::warmup, lr, warmup, steps}, 0.0}, steps);
+          // --html: the first seed's training steps, and the measured pass as step `steps`, always a snapshot
+          std::unique_ptr<explorer::RunRecorder> rec;
+          if (ex.html_wanted() && c["seed"] == 0) {
+            explorer::RecorderOptions ro = ex.html.recorder();
+            ro.snapshot_steps.push_back(steps);
+            sort_unique(ro.snapshot_steps);
+            rec = std::make_unique<explorer::RunRecorder>(grid.describe(c.index), model, ro);
+          }
+          StepSetup setup{&corpus, B, T, o.seed, {nn::ScheduleKind::warmup, lr, warmup, steps}, 0.0};
+          setup.recorder = rec.get();
+          if (steps) train(model, corpus, setup, steps);
           Record r = measure(model, batches[c["seed"]]);
           if (!ex.dump.empty() && c["seed"] == 0)
             dump_model((std::filesystem::path(ex.dump) / (o.placement + "-L" + std::to_string(o.layers))).string(), model,
                        dump_batch(dump_corpus(o.vocab, B, T, o.seed), B, T, o.seed));
+          if (rec) {  // the pass measure() made, again on a tape of its own, for the page
+            Tape tape;
+            TapeScope scope(tape);
+            tape.keep_contributions = true;
+            const double loss = forward_backward(model, batches[c["seed"]]);
+            rec->record_pass(steps, tape, loss);
+            rec->run().facts = {{"program", "stream"}, {"run", grid.describe(c.index)},
+                                {"what", steps ? "Adam steps 0.." + std::to_string(steps - 1) +
+                                                     ", then the measured pass (step " + std::to_string(steps) + ")"
+                                               : "the measured pass at initialization (step 0)"}};
+            ex.add_run(c.index, rec->take());
+          }
           return r;
         });
     const double measure_seconds = seconds_since(program_start);

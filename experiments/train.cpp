@@ -230,6 +230,7 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--dump", o.dump, "write weights, gradients, batch and loss of one fresh batch to this directory");
   add_flag(ex.app, "--sample", o.sample, "print this many generated characters after training");
   add_flag(ex.app, "--temperature", o.temperature, "sampling temperature");
+  ex.add_html_flags();
   ex.dump_at_init = false;
   return ex.main(argc, argv, [&] {
     // Every output is checked before any work: nothing the program did not write is replaced.
@@ -241,7 +242,7 @@ int main(int argc, char** argv) {
     const nlohmann::json record = data_record(o, resumed);
     nn::ModelConfig largest = config;
     if (!o.text.empty()) largest.vocab = 256;  // a text file has at most 256 distinct bytes
-    ex.check_memory(largest, o.optimizer == "sgd" ? 1 : 2, false, 1, corpus_bytes(config.vocab, o.markov_order, o.text));
+    ex.check_memory(largest, o.optimizer == "sgd" ? 1 : 2, ex.html_wanted(), 1, corpus_bytes(config.vocab, o.markov_order, o.text));
     const Corpus corpus = load_corpus(o, config, resumed);
     const std::size_t B = ex.model.batch, T = config.context;
 
@@ -258,8 +259,19 @@ int main(int argc, char** argv) {
     }
     std::printf("train: %zu steps of B=%zu T=%zu, %s lr %g, %s schedule, warmup %zu, clip %g, weight decay %g\n",
                 o.steps, B, T, o.optimizer.c_str(), o.lr, o.schedule.c_str(), o.warmup, o.clip, o.weight_decay);
-    const StepSetup setup{&corpus.data, B, T, config.seed, schedule, o.clip};
+    StepSetup setup{&corpus.data, B, T, config.seed, schedule, o.clip};
+    const auto recorder = ex.recorder(nn::placement_name(config) + ", " + o.optimizer + " lr " + fmt(o.lr) +
+                                          ", warmup " + std::to_string(o.warmup), model);
+    setup.recorder = recorder.get();
     const Trained t = train_loop(model, *optimizer, setup, start, o);
+    if (recorder) {
+      recorder->run().facts = {{"program", "train"}, {"placement", nn::placement_name(config)},
+                               {"optimizer", o.optimizer + ", lr " + fmt(o.lr) + ", " + o.schedule +
+                                                 " schedule, warmup " + std::to_string(o.warmup)},
+                               {"steps", std::to_string(start) + " to " + std::to_string(o.steps)},
+                               {"validation loss", fmt(t.val_loss)}};
+      ex.add_run(0, recorder->take());
+    }
     if (!std::isnan(corpus.floor)) std::printf(", entropy-rate floor %.4f, gap %.4f nats", corpus.floor, t.val_loss - corpus.floor);
     std::printf("\n       training %.1f s, total %.1f s\n", t.seconds, seconds_since(program_start));
 

@@ -53,12 +53,16 @@ struct GridOptions {
 // "losses" (the training loss of each step; the run stops at the first NaN/Inf), "final_loss" (held
 // out, after the last step; NaN if the run diverged to NaN/Inf), "blew_up" (the 1-based step whose loss
 // was NaN/Inf, 0: none) and "verdict".
-Record run_one(ModelOptions m, const Corpus& corpus, double lr, std::size_t warmup, const GridOptions& go, Tick& tick) {
+// With --html, the first seed's run is recorded for the explorer page.
+Record run_one(ModelOptions m, const Corpus& corpus, double lr, std::size_t warmup, const GridOptions& go, Tick& tick,
+               Experiment& ex, const Cell& cell) {
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
   nn::Adam adam(model.named_parameters(), nn::AdamOptions{0.9, 0.98, 1e-8, 0.0, false});
   const nn::Schedule schedule{nn::ScheduleKind::warmup, lr, warmup, go.steps, 0.1};
-  const StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, go.clip};
+  StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, go.clip};
+  const auto rec = cell["seed"] == 0 ? ex.recorder(cell.grid->describe(cell.index), model) : nullptr;
+  setup.recorder = rec.get();
   Record r;
   std::size_t blew_up = 0;
   for (std::size_t step = 0; step < go.steps && blew_up == 0; ++step) {
@@ -72,7 +76,13 @@ Record run_one(ModelOptions m, const Corpus& corpus, double lr, std::size_t warm
   const double final_loss = blew_up ? NAN : evaluate(model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
   r.set("final_loss", final_loss);
   r.set("blew_up", static_cast<double>(blew_up));
-  r.set("verdict", static_cast<double>(verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, go.margin})));
+  const Verdict verdict = verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, go.margin});
+  r.set("verdict", static_cast<double>(verdict));
+  if (rec) {
+    rec->run().facts = {{"program", "warmup"}, {"run", cell.grid->describe(cell.index)}, {"data", corpus.name},
+                        {"held-out loss", fmt(final_loss)}, {"verdict", to_string(verdict)}};
+    ex.add_run(cell.index, rec->take());
+  }
   return r;
 }
 
@@ -310,7 +320,7 @@ int main(int argc, char** argv) {
     nn::ModelConfig largest = mo.config();
     largest.vocab = std::max<std::size_t>(mo.vocab, text ? 256 : 0);
     const std::size_t runs = go.datasets.size() * ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
-    ex.check_memory(largest, 2, false, runs, corpus_bytes(mo.vocab, go.markov_order, "") + (text ? corpus_bytes(0, 0, go.text) : 0));
+    ex.check_memory(largest, 2, ex.html_wanted(), runs, corpus_bytes(mo.vocab, go.markov_order, "") + (text ? corpus_bytes(0, 0, go.text) : 0));
     const std::vector<Corpus> corpora = load_corpora(go, mo);
     std::printf("warmup: %zu runs (%zu placements x %zu lrs x %zu warmups x %zu corpora x %zu seeds), %zu steps each\n",
                 runs, ex.placements.size(), go.lrs.size(), go.warmups.size(), corpora.size(), ex.seeds, go.steps);
@@ -326,7 +336,7 @@ int main(int argc, char** argv) {
       ModelOptions m = mo;
       m.placement = ex.placements[c["placement"]];
       m.seed = ex.seed_list()[c["seed"]];
-      return run_one(m, corpora[c["dataset"]], go.lrs[c["lr"]], go.warmups[c["warmup"]], go, tick);
+      return run_one(m, corpora[c["dataset"]], go.lrs[c["lr"]], go.warmups[c["warmup"]], go, tick, ex, c);
     });
     if (!results) return;
     report(Cells{*results, ex.placements, go}, corpora, ex.seed_list(), ex.out);

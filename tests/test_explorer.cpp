@@ -221,6 +221,28 @@ TEST_CASE("explorer read_snapshot refuses a tape of another structure, or one th
   tape.reset();
 }
 
+TEST_CASE("explorer read_graph: every placement has one fork per sublayer, and its branch edges are to_dot's",
+          "[explorer]") {
+  // B2T's MLP skip is (h + x): its fork is h, the MLP's input, not x (which the attention's add took).
+  for (const nn::Placement p : {nn::Placement::post, nn::Placement::pre, nn::Placement::peri, nn::Placement::mixln,
+                                nn::Placement::b2t}) {
+    nn::TransformerLM model(tiny_model(p));
+    Tape tape;
+    TapeScope scope(tape);
+    tape.keep_contributions = true;
+    model.loss(ids, targets).backward();
+    const GraphView g = read_graph(tape);
+    INFO(nn::placement_name(model.config));
+    CHECK(g.forks.size() == 2 * model.config.layers);
+    const std::vector<std::vector<EdgePath>> paths = edge_paths(tape);  // what to_dot draws
+    for (const EdgeView& e : g.edges) {
+      CHECK(e.path == paths[static_cast<std::size_t>(e.to)][e.input]);
+      if (e.path == EdgePath::branch) CHECK(g.nodes[static_cast<std::size_t>(e.from)].fork >= 0);
+    }
+    for (const ForkView& f : g.forks) CHECK(is_stream_fork(tape, f.at));
+  }
+}
+
 TEST_CASE("explorer parse_steps: lists, ranges and strides, sorted and each once; bad pieces named", "[explorer]") {
   CHECK(parse_steps("5,0,2,2") == std::vector<std::size_t>{0, 2, 5});
   CHECK(parse_steps("0-3,10") == std::vector<std::size_t>{0, 1, 2, 3, 10});

@@ -69,6 +69,41 @@ SkipBranch split_skip_branch(const Var& v, Site site) {
   return sum_by_role(tape, v.index());
 }
 
+bool is_stream_fork(const Tape& tape, int s) {
+  bool skip = false, other = false;
+  for (std::size_t j = static_cast<std::size_t>(s) + 1; j < tape.size(); ++j) {
+    const Entry& e = tape.entry(static_cast<int>(j));
+    for (std::size_t k = 0; k < e.inputs.size(); ++k)
+      if (e.inputs[k] == s) (tape.role(static_cast<int>(j), k) == EdgeRole::skip ? skip : other) = true;
+  }
+  return skip && other;
+}
+
+std::vector<std::vector<EdgePath>> edge_paths(const Tape& tape) {
+  const int n = static_cast<int>(tape.size());
+  std::vector<bool> fork(static_cast<std::size_t>(n), false), skip_read(fork), other_read(fork);
+  for (int j = 0; j < n; ++j)
+    for (std::size_t k = 0; k < tape.entry(j).inputs.size(); ++k) {
+      const auto in = static_cast<std::size_t>(tape.entry(j).inputs[k]);
+      if (tape.role(j, k) == EdgeRole::skip) skip_read[in] = true;
+      else other_read[in] = true;
+    }
+  for (std::size_t s = 0; s < fork.size(); ++s) fork[s] = skip_read[s] && other_read[s];  // is_stream_fork
+  std::vector<std::vector<EdgePath>> paths(static_cast<std::size_t>(n));
+  for (int j = 0; j < n; ++j) {
+    const Entry& e = tape.entry(j);
+    for (std::size_t k = 0; k < e.inputs.size(); ++k) {
+      const EdgeRole r = tape.role(j, k);
+      paths[static_cast<std::size_t>(j)].push_back(
+          r == EdgeRole::skip                              ? EdgePath::skip
+          : fork[static_cast<std::size_t>(e.inputs[k])]    ? EdgePath::branch
+          : r == EdgeRole::branch                          ? EdgePath::into_add
+                                                           : EdgePath::plain);
+    }
+  }
+  return paths;
+}
+
 namespace {
 
 // ---- reading the tape ----
@@ -178,30 +213,25 @@ std::string to_dot(const Tape& tape, const DotOptions& options) {
   // (the branch's first ops: ln1; or q, k, v) the rest.
   std::map<std::pair<int, int>, std::string> role;  // (from, to) -> "skip", "branch" or "into add"
   std::map<int, std::string> split;                 // s -> "skip |skip part| | branch |branch part|"
-  std::vector<bool> on_stream(static_cast<std::size_t>(n), false);
+  std::vector<bool> on_stream(static_cast<std::size_t>(n), false), fork(on_stream);
+  const std::vector<std::vector<EdgePath>> paths = edge_paths(tape);
   for (int j = 0; j < n; ++j) {
     const Entry& e = tape.entry(j);
     for (std::size_t k = 0; k < e.inputs.size(); ++k) {
-      const EdgeRole r = tape.role(j, k);
-      if (r == EdgeRole::skip) {
+      const EdgePath p = paths[static_cast<std::size_t>(j)][k];
+      if (p == EdgePath::skip) {
         role[{e.inputs[k], j}] = "skip";
         on_stream[static_cast<std::size_t>(e.inputs[k])] = on_stream[static_cast<std::size_t>(j)] = true;
       }
-      if (r == EdgeRole::branch) role[{e.inputs[k], j}] = "into add";
+      if (p == EdgePath::into_add) role[{e.inputs[k], j}] = "into add";
+      if (p == EdgePath::branch) {
+        role[{e.inputs[k], j}] = "branch";
+        fork[static_cast<std::size_t>(e.inputs[k])] = true;
+      }
     }
   }
-  std::vector<std::vector<std::pair<int, EdgeRole>>> readers(static_cast<std::size_t>(n));  // (op, role) per read
-  for (int j = 0; j < n; ++j)
-    for (std::size_t k = 0; k < tape.entry(j).inputs.size(); ++k)
-      readers[static_cast<std::size_t>(tape.entry(j).inputs[k])].push_back({j, tape.role(j, k)});
   for (int s = 0; s < n; ++s) {
-    const auto& r = readers[static_cast<std::size_t>(s)];
-    const auto is_skip = [](const std::pair<int, EdgeRole>& read) { return read.second == EdgeRole::skip; };
-    // A fork of the stream: read through a skip edge and by other ops (alpha * s, a link inside the
-    // skip path, is read by the add alone).
-    if (std::none_of(r.begin(), r.end(), is_skip) || std::all_of(r.begin(), r.end(), is_skip)) continue;
-    for (const auto& [j, edge] : r)
-      if (edge != EdgeRole::skip) role[{s, j}] = "branch";
+    if (!fork[static_cast<std::size_t>(s)]) continue;
     if (!tape.entry(s).contributions.empty()) {
       const SkipBranch parts = sum_by_role(tape, s);
       split[s] = "skip " + num(norm(parts.skip)) + " | branch " + num(norm(parts.branch));

@@ -67,6 +67,10 @@ const std::vector<std::pair<std::string, Range>>& table() {
       {"--out", of(Range::Kind::any)},
       {"--dump", of(Range::Kind::any)},
       {"--graph", of(Range::Kind::any)},
+      // the explorer page (experiments/common/explorer, docs/explorer.md)
+      {"--html", of(Range::Kind::any)},
+      {"--html-add", of(Range::Kind::file)},
+      {"--snapshot-steps", of(Range::Kind::any)},
       // training
       {"--steps", whole(1)},
       {"stream --steps", whole(0, no_limit, "0: measure at initialization")},

@@ -3,12 +3,16 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 
 #include "engine/error.hpp"
+#include "engine/tape.hpp"
 #include "experiments/common/graph.hpp"
 #include "experiments/common/memory.hpp"
+#include "experiments/common/report.hpp"
+#include "experiments/common/training.hpp"
 #include "nn/transformer_lm.hpp"
 
 extern "C" void openblas_set_num_threads(int);
@@ -68,6 +72,43 @@ Experiment::Experiment(std::string name, std::string description, std::string de
   describe(app, "--placement", "the placement of the --dump model (the grid uses --placements)");
   describe(app, "--dump", "write the model of the model flags at init, with its gradients on the batch of --seed "
                           "that the measurements at init use, to this directory");
+  add_html_flags();
+}
+
+void Experiment::add_html_flags() {
+  add_flag(app, "--html", html.file,
+           "write the explorer page of the runs to this HTML file: the graph of a forward and backward pass with "
+           "every edge's gradient norm at the --snapshot-steps, and charts over the steps (docs/explorer.md)");
+  add_flag(app, "--html-add", html.add, "put the runs of this explorer page into the --html page too (comma-separated)");
+  add_flag(app, "--snapshot-steps", html.snapshot_steps,
+           "the steps whose whole graph the page's step scrubber shows: 0,1,2,5 or 0-10 or 0:300:10");
+}
+
+std::unique_ptr<explorer::RunRecorder> Experiment::recorder(const std::string& name, const nn::Module& m) const {
+  if (!html.wanted()) return nullptr;
+  return std::make_unique<explorer::RunRecorder>(name, m, html.recorder());
+}
+
+void Experiment::add_run(std::size_t order, explorer::Run run) {
+  std::lock_guard<std::mutex> lock(runs_mutex_);
+  runs_.emplace_back(order, std::move(run));
+}
+
+void Experiment::record_init_pass(std::size_t order, const std::string& name, const nn::ModelConfig& config,
+                                  const nn::Batch& batch) {
+  if (!html.wanted()) return;
+  nn::TransformerLM m(config);
+  explorer::RunRecorder rec(name, m, html.recorder());
+  Tape& tape = Tape::current();
+  const bool keep = tape.keep_contributions;
+  tape.keep_contributions = true;
+  const double loss = forward_backward(m, batch);
+  if (std::isfinite(loss)) rec.record_pass(0, tape, loss);
+  tape.keep_contributions = keep;
+  tape.reset();
+  rec.run().facts = {{"program", program}, {"run", name}, {"what", "one forward and backward pass at initialization"},
+                     {"placement", nn::placement_name(config)}, {"loss", fmt(loss)}};
+  add_run(order, rec.take());
 }
 
 void Experiment::add_model_flags() {
@@ -105,6 +146,8 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
       problem = "--shard measures cells and --merge reads them: give one of them";
     else if (!dump.empty() && (!shard.empty() || !merge.empty()))
       problem = "--dump is written by an unsharded run; leave it out of --shard and --merge runs";
+    else if (html.wanted() && (!shard.empty() || !merge.empty()))
+      problem = "--html records the runs this process trains; leave it out of --shard and --merge runs";
   }
   auto flag_error = [&](const std::string& what) {
     std::fflush(stdout);
@@ -117,7 +160,16 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
       write_model_graph(graph, model);
       return 0;
     }
+    explorer::check_html(html, program);  // before any work: never replace a file gradscope did not write
     body();
+    if (html.wanted()) {
+      std::stable_sort(runs_.begin(), runs_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      explorer::Page page;
+      page.title = "gradscope " + program;
+      for (auto& [order, run] : runs_) page.runs.push_back(std::move(run));
+      runs_.clear();
+      explorer::write_html(html, std::move(page), program);
+    }
     if (!dump.empty() && dump_at_init) {
       nn::TransformerLM m(model.config());
       dump_model(dump, m, dump_batch(dump_corpus(model.vocab, model.batch, model.seq, model.seed), model.batch,

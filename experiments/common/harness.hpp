@@ -23,6 +23,8 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,9 +32,11 @@
 #include <CLI/CLI.hpp>
 
 #include "engine/error.hpp"
+#include "experiments/common/explorer/flags.hpp"
 #include "experiments/common/flags.hpp"
 #include "experiments/common/grid.hpp"
 #include "experiments/common/progress.hpp"
+#include "nn/data/dataset.hpp"
 
 namespace gs::experiments {
 
@@ -88,6 +92,22 @@ class Experiment {
   // writes the model of the model flags at init (unless dump_at_init is off: the binary dumps its own).
   int main(int argc, char** argv, const std::function<void()>& body);
 
+  // --html FILE, --html-add FILE, --snapshot-steps LIST (docs/explorer.md): the grid constructor adds
+  // them; a binary without a grid that trains or measures a model calls add_html_flags. main() checks
+  // them before the body (the file is absent or this program's own page) and, after it, writes the page
+  // of the runs given to add_run.
+  void add_html_flags();
+  bool html_wanted() const { return html.wanted(); }
+  // A recorder for the run `name` of `model` when --html is given, else null. Pass it to train_step
+  // (StepSetup::recorder), or call its record_pass/record_update; then add_run(order, rec->take()).
+  std::unique_ptr<explorer::RunRecorder> recorder(const std::string& name, const nn::Module& model) const;
+  // Puts a recorded run into the page; the page lists runs by `order` (a cell's index). Any thread.
+  void add_run(std::size_t order, explorer::Run run);
+  // For a binary that measures a model at init: records one forward and backward pass of a fresh model
+  // of `config` on `batch` (its step 0) as the run `name`, on this thread's tape (reset before and after).
+  void record_init_pass(std::size_t order, const std::string& name, const nn::ModelConfig& config,
+                        const nn::Batch& batch);
+
   std::vector<unsigned> seed_list() const;  // --seed, --seed + 1, ..., --seed + --seeds - 1
   bool sharded() const { return !shard.empty(); }
 
@@ -111,10 +131,13 @@ class Experiment {
   std::string out, dump, graph, shard;                          // --out --dump --graph --shard
   std::vector<std::string> merge;                               // --merge
   bool dump_at_init = true;
+  explorer::HtmlOptions html;  // --html --html-add --snapshot-steps
 
  private:
   std::string grid_flags() const;  // the flags given that decide the numbers (not --out, --jobs, ...)
   bool grid_ = false;
+  std::mutex runs_mutex_;
+  std::vector<std::pair<std::size_t, explorer::Run>> runs_;  // (order, run) for the --html page
 };
 
 }  // namespace gs::experiments

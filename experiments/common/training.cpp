@@ -4,6 +4,7 @@
 #include <map>
 
 #include "engine/engine.hpp"
+#include "experiments/common/explorer/recorder.hpp"
 #include "nn/data/markov.hpp"
 
 namespace gs::experiments {
@@ -107,15 +108,23 @@ StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const 
 StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t step,
                       const nn::Batch& batch) {
   StepResult r;
+  if (setup.recorder) Tape::current().keep_contributions = true;  // the recorder reads the contributions
   r.loss = forward_backward(model, batch);
   if (!r.finite()) {
     r.grad_norm = NAN;
     r.lr = setup.schedule.lr(step);
     return r;
   }
+  if (setup.recorder) setup.recorder->record_pass(step, Tape::current(), r.loss);
   const Update u = apply_update(optimizer, setup.schedule, step, setup.clip);
   r.grad_norm = u.grad_norm;
   r.lr = u.lr;
+  if (setup.recorder) {
+    setup.recorder->record_update(step);
+    explorer::Run& run = setup.recorder->run();
+    run.declare_chart({"lr", "learning rate", "The rate of the update that followed the step's pass.", "lr", false});
+    run.add_point("lr", "lr", step, u.lr);
+  }
   return r;
 }
 

@@ -18,6 +18,10 @@
 #include "nn/schedule.hpp"
 #include "nn/transformer_lm.hpp"
 
+namespace gs::explorer {
+class RunRecorder;  // experiments/common/explorer/recorder.hpp
+}
+
 namespace gs::experiments {
 
 // ---- random numbers ----
@@ -93,6 +97,7 @@ struct StepSetup {
   unsigned seed = 0;
   nn::Schedule schedule;
   double clip = 0.0;
+  explorer::RunRecorder* recorder = nullptr;  // --html: records each step's pass, update and rate (keeps contributions)
 };
 
 struct StepResult {

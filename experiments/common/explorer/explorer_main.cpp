@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
       o.runs.push_back(d);
     }
     if (o.runs.empty() && html.add.empty()) throw gs::Error("--runs is empty and no --html-add page: nothing to write");
-    write_html(html, o.runs.empty() ? Page{} : demo_page(o));
+    check_html(html, "explorer");
+    write_html(html, o.runs.empty() ? Page{} : demo_page(o), "explorer");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "explorer: %s\n", e.what());
     return 1;

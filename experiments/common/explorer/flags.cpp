@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "engine/error.hpp"
+#include "nn/io/ownership.hpp"
+
 namespace gs::explorer {
 
 RecorderOptions HtmlOptions::recorder() const {
@@ -23,13 +26,32 @@ void add_html_options(CLI::App& app, HtmlOptions& o) {
       ->capture_default_str();
 }
 
-void write_html(const HtmlOptions& o, Page page) {
+void check_html(const HtmlOptions& o, std::string_view program) {
+  if (!o.wanted()) {
+    if (!o.add.empty()) throw Error("--html-add puts runs into the --html page: give --html FILE too");
+    return;
+  }
+  (void)o.recorder();  // --snapshot-steps parses
+  nn::check_output_file(o.file, "--html", program.empty() ? nn::this_program() : std::string(program));
+  for (const std::string& file : o.add) {
+    if (std::filesystem::weakly_canonical(file) == std::filesystem::weakly_canonical(o.file)) continue;
+    try {
+      (void)read_explorer_page(file);
+    } catch (const std::exception& e) {
+      throw Error("--html-add " + file + ": " + e.what());
+    }
+  }
+}
+
+void write_html(const HtmlOptions& o, Page page, std::string_view program) {
+  const std::string name = program.empty() ? nn::this_program() : std::string(program);
   for (const std::string& file : o.add) {
     Page other = read_explorer_page(file);
     if (page.runs.empty()) page.title = other.title;
     add_runs(page, std::move(other));
   }
-  write_explorer_page(o.file, page);
+  nn::check_output_file(o.file, "--html", name);  // again: the file may have appeared during the run
+  write_explorer_page(o.file, page, name);
   std::printf("explorer page: %s (%zu runs); open file://%s in a browser\n", o.file.c_str(), page.runs.size(),
               std::filesystem::absolute(o.file).c_str());
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -24,8 +25,14 @@ struct HtmlOptions {
 // Adds --html, --html-add and --snapshot-steps to `app`, writing into `options`.
 void add_html_options(CLI::App& app, HtmlOptions& options);
 
-// Reads every --html-add page (an error names the file), puts its runs after page's, writes the page to
-// --html atomically and prints "explorer page: FILE (N runs)".
-void write_html(const HtmlOptions& options, Page page);
+// Before any work: --snapshot-steps parses, --html FILE may be written by `program` (nn::check_output_file:
+// absent, or this program's own earlier page; never a file gradscope did not write), and every
+// --html-add FILE is an explorer page. Throws gs::Error naming the flag.
+void check_html(const HtmlOptions& options, std::string_view program);
+
+// Reads every --html-add page (an error names the file), puts its runs after page's, checks --html FILE
+// again (check_html), writes the page atomically with `program`'s signature and prints
+// "explorer page: FILE (N runs)".
+void write_html(const HtmlOptions& options, Page page, std::string_view program = {});
 
 }  // namespace gs::explorer

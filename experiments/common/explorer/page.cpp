@@ -5,6 +5,7 @@
 
 #include "experiments/common/explorer/assets.hpp"
 #include "nn/io/atomic_file.hpp"
+#include "nn/io/ownership.hpp"
 
 namespace gs::explorer {
 
@@ -66,8 +67,9 @@ const std::string data_open = "<script type=\"application/json\" id=\"gradscope-
 
 }  // namespace
 
-std::string page_html(const Page& page) {
+std::string page_html(const Page& page, std::string_view program) {
   const std::map<std::string, std::string> fill = {
+      {"SIGNATURE", html_escaped(nn::output_signature(program.empty() ? nn::this_program() : std::string(program)))},
       {"TITLE", html_escaped(page.title)},  {"CSS", assets::page_css},   {"CHART_JS", assets::chart_js},
       {"D3_JS", assets::d3_js},             {"APP_JS", assets::page_js},
       {"SELFCHECK_JS", assets::selfcheck_js}, {"DATA", script_safe(page_json(page))}};
@@ -89,9 +91,10 @@ std::string page_html(const Page& page) {
   return out;
 }
 
-void write_explorer_page(const std::filesystem::path& file, const Page& page) {
+void write_explorer_page(const std::filesystem::path& file, const Page& page, std::string_view program) {
+  const std::string html = page_html(page, program);
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
-  nn::write_file_atomically(file, page_html(page));
+  nn::write_file_atomically(file, html);
 }
 
 Page read_explorer_page(const std::filesystem::path& file) {

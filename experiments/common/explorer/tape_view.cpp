@@ -91,18 +91,18 @@ std::string site_of(const Site& site) {
 }
 
 // Where the skip path into a residual add starts: its skip input s, or, where s is a link inside the
-// skip path that only the path reads (DeepNorm's alpha * s), the stream position before it. -1 if the
-// path has no position that other ops read too (no fork).
-int skip_start(const Tape& tape, const std::vector<std::vector<std::pair<int, EdgeRole>>>& readers, int add) {
+// skip path that only the path reads (DeepNorm's alpha * s; B2T's h + x, whose first input h is where
+// the MLP branch forks), the stream position before it along the first skip input. -1 if the path has
+// no position that other ops read too (no fork, is_stream_fork of engine/tools/inspect.hpp).
+int skip_start(const Tape& tape, int add) {
   int at = add;
   for (;;) {
     const Entry& e = tape.entry(at);
     int s = -1;
-    for (std::size_t k = 0; k < e.inputs.size(); ++k)
+    for (std::size_t k = 0; k < e.inputs.size() && s < 0; ++k)
       if (tape.role(at, k) == EdgeRole::skip) s = e.inputs[k];
     if (s < 0) return -1;
-    const auto& r = readers[static_cast<std::size_t>(s)];
-    if (std::any_of(r.begin(), r.end(), [](const auto& read) { return read.second != EdgeRole::skip; })) return s;
+    if (is_stream_fork(tape, s)) return s;
     at = s;  // read through skip edges alone: follow the path one link further back
   }
 }
@@ -113,7 +113,7 @@ GraphView read_graph(const Tape& tape) {
   GraphView g;
   const int n = static_cast<int>(tape.size());
   g.nodes.resize(static_cast<std::size_t>(n));
-  std::vector<std::vector<std::pair<int, EdgeRole>>> readers(static_cast<std::size_t>(n));
+  const std::vector<std::vector<EdgePath>> paths = edge_paths(tape);  // engine/tools/inspect.hpp
   for (int i = 0; i < n; ++i) {
     const Entry& e = tape.entry(i);
     NodeView& v = g.nodes[static_cast<std::size_t>(i)];
@@ -126,11 +126,9 @@ GraphView read_graph(const Tape& tape) {
     v.requires_grad = e.requires_grad;
     v.inputs = e.inputs;
     for (std::size_t k = 0; k < e.inputs.size(); ++k) {
-      auto& r = readers[static_cast<std::size_t>(e.inputs[k])];
-      r.push_back({i, tape.role(i, k)});
       auto& c = g.nodes[static_cast<std::size_t>(e.inputs[k])].consumers;
       if (c.empty() || c.back() != i) c.push_back(i);
-      g.edges.push_back({e.inputs[k], i, k, tape.role(i, k), EdgePath::plain});
+      g.edges.push_back({e.inputs[k], i, k, tape.role(i, k), paths[static_cast<std::size_t>(i)][k]});
     }
     g.signature += std::to_string(i) + " " + v.op + " " + v.label + " " + v.scope + " " + shape_str(v.shape);
     for (int in : e.inputs) (g.signature += ' ') += std::to_string(in);
@@ -148,7 +146,7 @@ GraphView read_graph(const Tape& tape) {
       branch_in = branch_in || tape.role(j, k) == EdgeRole::branch;
     }
     if (!skip_in || !branch_in) continue;  // not a residual add
-    const int s = skip_start(tape, readers, j);
+    const int s = skip_start(tape, j);
     if (s < 0 || fork_of.count(s)) continue;
     ForkView f{s, j, e.scope, ""};
     for (std::size_t k = 0; k < e.inputs.size(); ++k)
@@ -156,11 +154,6 @@ GraphView read_graph(const Tape& tape) {
     fork_of[s] = static_cast<int>(g.forks.size());
     g.nodes[static_cast<std::size_t>(s)].fork = static_cast<int>(g.forks.size());
     g.forks.push_back(f);
-  }
-  for (EdgeView& e : g.edges) {
-    if (e.role == EdgeRole::skip) e.path = EdgePath::skip;
-    else if (e.role == EdgeRole::branch) e.path = EdgePath::into_add;
-    else if (g.nodes[static_cast<std::size_t>(e.from)].fork >= 0) e.path = EdgePath::branch;
   }
 
   // Clusters: every scope and every enclosing scope, parents first.

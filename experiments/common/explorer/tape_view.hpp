@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/array.hpp"
+#include "engine/tools/inspect.hpp"
 #include "engine/var.hpp"
 
 namespace gs {
@@ -39,13 +40,10 @@ struct Stats {
 };
 Stats stats_of(const Array& x, std::size_t bins = 16);
 
-// How an edge (input -> op) takes part in a residual connection y = s + f(s), as the page draws it
-// (the same classes as to_dot's pictures):
-//   skip      marked EdgeRole::skip by the module: the identity path into the add
-//   into_add  marked EdgeRole::branch: the branch's output f(s) into the add
-//   branch    not marked, from a fork s into the branch's first op (s -> ln1, or s -> q, k, v)
-//   plain     every other edge
-enum class EdgePath { plain, skip, branch, into_add };
+// How an edge (input -> op) takes part in a residual connection y = s + f(s), as the page draws it:
+// gs::EdgePath of engine/tools/inspect.hpp (skip, branch, into_add, plain), the classes of to_dot's
+// pictures, computed there by edge_paths.
+using gs::EdgePath;
 const char* to_string(EdgePath path);  // "plain", "skip", "branch", "into-add"
 
 struct NodeView {
