@@ -4,6 +4,7 @@
 #include <map>
 
 #include "engine/engine.hpp"
+#include "experiments/common/interrupt.hpp"
 #include "nn/data/markov.hpp"
 
 namespace gs::experiments {
@@ -106,6 +107,7 @@ StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const 
 
 StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t step,
                       const nn::Batch& batch) {
+  stop_if_requested(step);  // SIGINT/SIGTERM: stop here, between steps (interrupt.hpp)
   StepResult r;
   r.loss = forward_backward(model, batch);
   if (!r.finite()) {
