@@ -10,6 +10,7 @@
 #include "experiments/common/graph.hpp"
 #include "experiments/common/interrupt.hpp"
 #include "experiments/common/memory.hpp"
+#include "nn/io/ownership.hpp"
 #include "nn/transformer_lm.hpp"
 
 extern "C" void openblas_set_num_threads(int);
@@ -107,8 +108,13 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
   install_interrupt_handlers();  // from here on SIGINT and SIGTERM stop the run at a step boundary
   try {
     if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
+      nn::check_output_file(graph, "--graph", program);
       write_model_graph(graph, model);
       return 0;
+    }
+    if (grid_) {  // nothing the program did not write is replaced (nn/io/ownership.hpp), checked before any work
+      nn::claim_output_dir(out, "--out", {program, "out"});
+      if (!dump.empty()) nn::check_output_dir(dump, "--dump", {program, "dump"});
     }
     body();
     if (!dump.empty() && dump_at_init) {

@@ -1,6 +1,7 @@
 #include "experiments/common/interrupt.hpp"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -40,7 +41,12 @@ std::string signal_name(int signal) {
 bool stop_requested(std::size_t step) {
   static const char* pause_at = std::getenv("GRADSCOPE_TEST_PAUSE_AT");
   if (pause_at && std::strncmp(pause_at, "step.", 5) == 0 && std::strtoull(pause_at + 5, nullptr, 10) == step)
+  {
     ::raise(SIGSTOP);
+    // The test sends its signal while the process is stopped; another thread may run the handler a
+    // moment after this one resumes: wait for it (at most a second), so that the test is deterministic.
+    for (int i = 0; i < 100 && received == 0; ++i) ::usleep(10000);
+  }
   return received != 0;
 }
 
