@@ -75,7 +75,7 @@ TEST_CASE("stream --out p refuses a directory holding the user's file, and anoth
                   "gradflow: error: --out o: holds gradscope stream's output directory");
 }
 
-TEST_CASE("--graph (amplification, tape_demo) refuses a file it did not write, and replaces its own DOT, SVG and PNG",
+TEST_CASE("amplification and tape_demo: --graph refuses a file it did not write, and replaces its own DOT, SVG and PNG",
           "[outputs][binaries][dot]") {
   test::TempDir dir("outputs-graph");
   test::overwrite(dir.path / "mine.dot", "digraph { a -> b }\n");

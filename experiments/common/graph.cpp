@@ -30,10 +30,12 @@ std::string signed_dot(const std::string& dot) {
 
 }  // namespace
 
+void check_graph_file(const std::string& file) { nn::check_output_file(file, "--graph", nn::this_program()); }
+
 void write_graph_file(const std::string& file, const std::string& unsigned_dot) {
   namespace fs = std::filesystem;
   const fs::path path(file);
-  nn::check_output_file(path, "--graph", nn::this_program());  // (again: a binary checks it before its work)
+  check_graph_file(file);  // (again: a binary checks it before its work)
   const std::string dot = signed_dot(unsigned_dot);
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
   const std::string format = path.extension() == ".svg" ? "svg" : path.extension() == ".png" ? "png" : "";

@@ -19,6 +19,9 @@ namespace gs::experiments {
 // not be replaced or cannot be written, or if rendering is asked for and `dot` is missing or fails.
 void write_graph_file(const std::string& file, const std::string& dot);
 
+// Refuses (gs::Error "--graph FILE: ...") what write_graph_file would refuse: for a binary to call before its work.
+void check_graph_file(const std::string& file);
+
 // A fresh model with `options` (keep it small: the picture has ~50 nodes per layer), one forward and
 // backward pass with Tape::keep_contributions on, on the dump batch of options.seed, drawn into
 // `file`. Prints what it wrote.

@@ -108,7 +108,7 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
   install_interrupt_handlers();  // from here on SIGINT and SIGTERM stop the run at a step boundary
   try {
     if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
-      nn::check_output_file(graph, "--graph", program);
+      check_graph_file(graph);
       write_model_graph(graph, model);
       return 0;
     }
