@@ -36,6 +36,7 @@
 
 #include "engine/engine.hpp"
 #include "experiments/common/harness.hpp"
+#include "experiments/common/interrupt.hpp"
 #include "experiments/common/report.hpp"
 #include "experiments/common/step_measures.hpp"
 #include "experiments/common/stream_split.hpp"
@@ -88,6 +89,7 @@ Record run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const D
   Array before = probe_logits(model, probe);
   std::vector<StepRecord> steps;
   for (std::size_t step = 0; step < o.steps; ++step) {
+    stop_if_requested(step);  // SIGINT/SIGTERM: stop between steps (interrupt.hpp)
     StepRecord r;
     r.loss = forward_backward(model, training_batch(corpus.data, m.batch, m.seq, m.seed, step));
     if (!std::isfinite(r.loss)) break;

@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   experiments::add_flag(ex.app, "--graph", graph, "also draw the tape, with the gradient norm on every edge, into this "
                         "file: .svg or .png (needs Graphviz's dot), else DOT text");
   return ex.main(argc, argv, [&] {
-    // Four points in 2-D and their targets.
+    if (!graph.empty()) experiments::check_graph_file(graph);  // before any work. Four points in 2-D, their targets:
     Array points = {{0.0, 1.0}, {1.0, 0.0}, {1.0, 1.0}, {0.5, -0.5}};  // (N, 2)
     Array targets = Array{1.0, 1.0, 0.0, 0.5};
     targets.reshape({4, 1});                                             // (N, 1)

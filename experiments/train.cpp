@@ -3,10 +3,12 @@
 //
 //   build/bin/train                                   defaults: within 0.15 nats of the floor
 //   build/bin/train --text /usr/share/common-licenses/GPL-3 --steps 3000 --sample 400
-//   build/bin/train --steps 500 --save ckpt && build/bin/train --steps 1000 --resume ckpt
+//   build/bin/train --steps 1000 --save ckpt     (Ctrl-C saves the last finished step) then
+//   build/bin/train --resume ckpt                (continues to step 1000 with the recorded flags)
 //
-// Every step draws its batch from an RNG seeded by (seed, step), so a resumed run sees exactly the
-// batches the uninterrupted run would have seen, and ends with the same weights.
+// Every step draws its batch from an RNG seeded by (seed, step), and the checkpoint records every flag
+// that decides the run (resume.hpp), so a resumed run sees exactly the batches and learning rates the
+// uninterrupted run would have seen, and ends with the same weights, bit for bit.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -19,7 +21,9 @@
 #include "engine/engine.hpp"
 #include "experiments/common/graph.hpp"
 #include "experiments/common/harness.hpp"
+#include "experiments/common/interrupt.hpp"
 #include "experiments/common/report.hpp"
+#include "experiments/common/resume.hpp"
 #include "experiments/common/training.hpp"
 #include "nn/io/checkpoint.hpp"
 #include "nn/io/checksum.hpp"
@@ -40,6 +44,7 @@ struct TrainOptions {
   double lr = 1e-2;
   std::size_t warmup = 100;
   std::string schedule = "cosine";
+  std::size_t schedule_steps = 0;    // N of the schedule (cosine decays to 0.1 lr at N); 0: --steps
   std::string optimizer = "adamw";
   double weight_decay = 0.0;
   double clip = 1.0;                 // max global gradient norm; 0: no clipping
@@ -88,39 +93,39 @@ std::string sample(nn::TransformerLM& model, const nn::Dataset& data, std::size_
   return data.decode(nn::Tokens(tokens.begin() + 1, tokens.end()));
 }
 
-// The model's shape: from the flags, or from the checkpoint being resumed, whose model flags must agree.
-nn::ModelConfig model_config(const Experiment& ex, const TrainOptions& o, std::optional<nn::CheckpointInfo>& resumed) {
-  nn::ModelConfig config = ex.model.config();
-  if (o.resume.empty()) return config;
-  resumed = nn::read_checkpoint_info(o.resume);
-  if (!model_flags_given(ex.app).empty()) {
-    nn::ModelConfig flags = config;
-    if (!o.text.empty()) flags.vocab = resumed->config.vocab;  // a text file sets the vocab below
-    std::string d = nn::architecture_difference(resumed->config, flags);
-    if (d.empty() && ex.app.get_option("--seed")->count() && flags.seed != resumed->config.seed)
-      d = "seed is " + std::to_string(resumed->config.seed) + " in one and " + std::to_string(flags.seed) + " in the other";
-    if (!d.empty())
-      throw Error("--resume " + o.resume + ": the model flags disagree with the checkpoint: " + d + " (checkpoint, flags)");
+// How a checkpoint records train's flags (resume.hpp): outputs and what only prints are not recorded;
+// --steps and the evaluation may change on resume; --text is compared by its content.
+const FlagKinds train_flag_kinds = {
+    {"--out", "--save", "--resume", "--dump", "--graph", "--sample", "--temperature", "--html", "--html-add",
+     "--snapshot-steps"},
+    {"--steps", "--eval-every", "--eval-batches"},
+    {"--text"}};
+
+// A resumed run takes every flag from the checkpoint (unless given, then it must agree), and the same
+// data: a text file with the SHA-256 the checkpoint records.
+void restore_from_checkpoint(Experiment& ex, TrainOptions& o, const nn::CheckpointInfo& resumed) {
+  const nn::JsonField train = resumed.train();
+  if (!train.has("flags"))
+    throw Error("--resume " + o.resume + ": the checkpoint records no training flags (an earlier gradscope train saved "
+                "it), so its run cannot be continued exactly");
+  const bool text_given = ex.app.get_option("--text")->count() > 0;
+  restore_flags(ex.app, train.at("flags"), train_flag_kinds, o.resume);
+  const std::string saved_text = train.at("flags").has("--text") ? train.at("flags").at("--text").as_string() : "";
+  if (text_given && saved_text.empty() && !o.text.empty())
+    throw Error("--resume " + o.resume + ": --text " + o.text + " contradicts the checkpoint, which was trained on the "
+                "Markov corpus (leave --text out)");
+  if (!o.text.empty() && train.has("data_sha256")) {
+    const std::string saved = train.at("data_sha256").as_string(), now = nn::sha256_of_file(o.text);
+    if (saved != now)
+      throw Error("--resume " + o.resume + ": --text " + o.text + " has SHA-256 " + now + ", the checkpoint was trained on " +
+                  saved_text + " with SHA-256 " + saved + " (the same name must also be the same bytes)");
   }
-  return resumed->config;  // its seed too: the data and the batches are drawn from it
 }
 
-// What the data is, recorded in checkpoints; a resumed run must train on the same.
-nlohmann::json data_record(const TrainOptions& o, const std::optional<nn::CheckpointInfo>& resumed) {
-  nlohmann::json record = {{"data", o.text.empty() ? "markov" : o.text}};
-  if (o.text.empty()) {
-    record["markov_order"] = o.markov_order;
-    record["markov_concentration"] = o.markov_concentration;
-  } else {
-    record["data_sha256"] = nn::sha256_of_file(o.text);  // the same name must also be the same bytes
-  }
-  if (resumed) {
-    const nn::JsonField saved = resumed->train();
-    for (const auto& [key, now] : record.items())
-      if (saved.has(key) && saved.at(key).json() != now)
-        throw Error("--resume " + o.resume + ": the checkpoint was trained with " + key + " " +
-                    saved.at(key).json().dump() + ", this run asks for " + now.dump());
-  }
+// What a checkpoint records in its "train" object: the flags, and a text file's SHA-256.
+nlohmann::json train_record(const Experiment& ex, const TrainOptions& o) {
+  nlohmann::json record = {{"flags", flag_record(ex.app, train_flag_kinds)}};
+  if (!o.text.empty()) record["data_sha256"] = nn::sha256_of_file(o.text);  // what `sha256sum FILE` prints
   return record;
 }
 
@@ -147,12 +152,14 @@ Corpus load_corpus(const TrainOptions& o, nn::ModelConfig& config, const std::op
 }
 
 struct Trained {
-  double seconds;   // spent training (evaluations included, the final one not)
-  double val_loss;  // the final validation loss
+  double seconds;      // spent training (evaluations included, the final one not)
+  double val_loss;     // the final validation loss
+  std::size_t steps;   // steps finished: o.steps, or fewer when SIGINT/SIGTERM stopped the loop
 };
 
 // Steps start .. o.steps: batch, forward, backward, clip, update; train.csv and eval.csv in --out; then
-// the validation loss averaged over eval_batches batches.
+// the validation loss averaged over eval_batches batches. A signal stops the loop between two steps
+// (interrupt.hpp); what follows is then done for the steps finished.
 Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t start,
                   const TrainOptions& o) {
   std::unique_ptr<CsvWriter> train_csv, eval_csv;
@@ -170,7 +177,9 @@ Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const Ste
   Progress progress("train", o.steps - std::min(start, o.steps), "steps");
   const auto train_start = Clock::now();
   double stepping_seconds = 0.0;
-  for (std::size_t step = start; step < o.steps; ++step) {
+  std::size_t step = start;
+  for (; step < o.steps; ++step) {
+    if (stop_requested(step)) break;
     const auto step_start = Clock::now();
     const StepResult r = train_step(model, optimizer, setup, step);
     if (!r.finite()) throw Error("the loss is " + std::to_string(r.loss) + " at step " + std::to_string(step));
@@ -194,9 +203,10 @@ Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const Ste
   Tape::current().reset();
   const double seconds = seconds_since(train_start);
   const double val = evaluate(model, *setup.data, B, T, o.eval_batches, setup.seed);
-  if (eval_csv) eval_csv->row({static_cast<double>(o.steps), val});
-  std::printf("final: validation loss %.4f (mean of %zu batches of %zux%zu)", val, o.eval_batches, B, T);
-  return {seconds, val};
+  if (eval_csv) eval_csv->row({static_cast<double>(step), val});
+  std::printf("%s: validation loss %.4f (mean of %zu batches of %zux%zu)", interrupt_signal() ? "at the stop" : "final",
+              val, o.eval_batches, B, T);
+  return {seconds, val, step};
 }
 
 }  // namespace
@@ -214,7 +224,8 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--steps", o.steps, "total training steps (a resumed run continues up to this)");
   add_flag(ex.app, "--lr", o.lr, "peak learning rate");
   add_flag(ex.app, "--warmup", o.warmup, "linear warmup steps");
-  add_flag(ex.app, "--schedule", o.schedule, "learning-rate schedule (cosine: to 0.1 lr at --steps)");
+  add_flag(ex.app, "--schedule", o.schedule, "learning-rate schedule (cosine: to 0.1 lr at --schedule-steps)");
+  add_flag(ex.app, "--schedule-steps", o.schedule_steps, "the schedule's length N: cosine decays to 0.1 lr at step N");
   add_flag(ex.app, "--optimizer", o.optimizer, "sgd (momentum 0.9), adam or adamw");
   add_flag(ex.app, "--weight-decay", o.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay");
   add_flag(ex.app, "--clip", o.clip, "clip the global gradient norm to this");
@@ -237,9 +248,14 @@ int main(int argc, char** argv) {
     if (!o.out.empty()) nn::claim_output_dir(o.out, "--out", {"train", "out"});
     if (!o.save.empty()) nn::check_output_dir(o.save, "--save", {"train", "checkpoint"});
     if (!o.dump.empty()) nn::check_output_dir(o.dump, "--dump", {"train", "dump"});
+    o.schedule = nn::to_string(nn::parse_schedule(o.schedule));  // one name for each: rsqrt is inverse_sqrt
     std::optional<nn::CheckpointInfo> resumed;
-    nn::ModelConfig config = model_config(ex, o, resumed);
-    const nlohmann::json record = data_record(o, resumed);
+    if (!o.resume.empty()) {
+      resumed = nn::read_checkpoint_info(o.resume);
+      restore_from_checkpoint(ex, o, *resumed);
+    }
+    if (o.schedule_steps == 0) o.schedule_steps = o.steps;  // recorded so: a resumed run keeps the schedule
+    nn::ModelConfig config = resumed ? resumed->config : ex.model.config();  // its seed too: data and batches
     nn::ModelConfig largest = config;
     if (!o.text.empty()) largest.vocab = 256;  // a text file has at most 256 distinct bytes
     ex.check_memory(largest, o.optimizer == "sgd" ? 1 : 2, ex.html_wanted(), 1, corpus_bytes(config.vocab, o.markov_order, o.text));
@@ -250,15 +266,19 @@ int main(int argc, char** argv) {
     std::printf("model: %s\n       %zu parameters\n", nn::model_config_json(config).dump(2).c_str(),
                 model.parameter_count());
     std::unique_ptr<nn::Optimizer> optimizer = nn::make_optimizer(o.optimizer, model.named_parameters(), o.weight_decay);
-    const nn::Schedule schedule{nn::parse_schedule(o.schedule), o.lr, o.warmup, o.steps, 0.1};
+    const nn::Schedule schedule{nn::parse_schedule(o.schedule), o.lr, o.warmup, o.schedule_steps, 0.1};
     std::size_t start = 0;
     if (resumed) {
       nn::load_checkpoint(*resumed, model, config, optimizer.get());  // config.json as read above
       start = resumed->step;
       std::printf("resumed: %s at step %zu\n", o.resume.c_str(), start);
     }
-    std::printf("train: %zu steps of B=%zu T=%zu, %s lr %g, %s schedule, warmup %zu, clip %g, weight decay %g\n",
-                o.steps, B, T, o.optimizer.c_str(), o.lr, o.schedule.c_str(), o.warmup, o.clip, o.weight_decay);
+    std::printf("train: %zu steps of B=%zu T=%zu, %s lr %g, %s schedule over %zu steps, warmup %zu, clip %g, weight "
+                "decay %g\n", o.steps, B, T, o.optimizer.c_str(), o.lr, o.schedule.c_str(), o.schedule_steps, o.warmup,
+                o.clip, o.weight_decay);
+    if (o.schedule == "cosine" && o.steps > o.schedule_steps)
+      std::printf("note: the cosine schedule ends at step %zu (--schedule-steps); the steps after it run at 0.1 lr\n",
+                  o.schedule_steps);
     StepSetup setup{&corpus.data, B, T, config.seed, schedule, o.clip};
     const auto recorder = ex.recorder(nn::placement_name(config) + ", " + o.optimizer + " lr " + fmt(o.lr) +
                                           ", warmup " + std::to_string(o.warmup), model);
@@ -276,13 +296,18 @@ int main(int argc, char** argv) {
     std::printf("\n       training %.1f s, total %.1f s\n", t.seconds, seconds_since(program_start));
 
     if (!o.save.empty()) {
-      nn::save_checkpoint(o.save, "train", model, config, std::max(start, o.steps), optimizer.get(), &record);
-      std::printf("saved: %s\n", o.save.c_str());
+      const nlohmann::json record = train_record(ex, o);
+      nn::save_checkpoint(o.save, "train", model, config, t.steps, optimizer.get(), &record);
+      std::printf("saved: %s (step %zu)\n", o.save.c_str(), t.steps);
     }
     if (!o.dump.empty()) {
-      std::mt19937_64 rng = rng_for(config.seed, o.steps, RngPurpose::dump);
+      std::mt19937_64 rng = rng_for(config.seed, t.steps, RngPurpose::dump);
       dump_model(o.dump, model, corpus.data.batch(nn::Split::train, B, T, rng));
     }
+    if (interrupt_signal() && t.steps < o.steps)
+      throw Interrupted(interrupt_signal(), t.steps, " of " + std::to_string(o.steps) +
+                        (o.save.empty() ? "" : "; saved the checkpoint of step " + std::to_string(t.steps) + " to " +
+                                                   o.save + " (continue: train --resume " + o.save + ")"));
     if (o.sample > 0) std::printf("sample:\n%s\n", sample(model, corpus.data, o.sample, o.temperature, config.seed).c_str());
   });
 }

@@ -243,8 +243,8 @@ TEST_CASE("every grid binary: two shards merged print the tables and write the f
     }
     REQUIRE(files >= 3);
     // A shard missing, or shards of other flags, is refused.
-    require_refused(run(bin, args + " --merge '" + (dir / "s1").string() + "' --out m"), 1, name, {"shard 2 of 2 is missing"});
-    require_refused(run(bin, args + " --seed 7 --merge '" + (dir / "s1").string() + "','" + (dir / "s2").string() + "' --out m"),
+    require_refused(run(bin, args + " --merge '" + (dir / "s1").string() + "' --out '" + (dir / "m").string() + "'"), 1, name, {"shard 2 of 2 is missing"});
+    require_refused(run(bin, args + " --seed 7 --merge '" + (dir / "s1").string() + "','" + (dir / "s2").string() + "' --out '" + (dir / "m").string() + "'"),
                     1, name, {"flags"});
   }
   fs::remove_all(dir);

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <limits>
+#include <map>
 #include <thread>
 
 #include "engine/error.hpp"
@@ -78,6 +80,7 @@ const std::vector<std::pair<std::string, Range>>& table() {
       {"--lrs", real_above(0)},
       {"--warmup", whole(0)},
       {"--warmups", whole(0)},
+      {"--schedule-steps", whole(0, no_limit, "0: --steps")},
       {"--schedule", choice({"constant", "warmup", "inverse_sqrt", "inverse-sqrt", "rsqrt", "cosine"})},
       {"--optimizer", choice({"sgd", "adam", "adamw"})},
       {"--weight-decay", real_from(0)},
@@ -208,12 +211,101 @@ std::string problem(const Range& r, double type_max, std::string& text) {
   return bad;
 }
 
+// ---- a flag's value as text (for checkpoints, resume.hpp) ----
+
+// One value written so that it reads back to the same value: a double in its shortest exact form.
+std::string exact_text(const std::string& v) { return v; }
+std::string exact_text(double v) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, end);
+}
+template <class T>
+std::string exact_text(T v) {
+  return std::to_string(v);
+}
+template <class T>
+std::string exact_text(const std::vector<T>& v) {
+  std::string s;
+  for (const T& x : v) s += (s.empty() ? "" : ",") + exact_text(x);
+  return s;
+}
+
+// One value read from text already checked against its range.
+void read_text(const std::string& text, std::string& v) { v = text; }
+void read_text(const std::string& text, double& v) { v = std::strtod(text.c_str(), nullptr); }
+template <class T>
+void read_text(const std::string& text, T& v) {
+  std::from_chars(text.data(), text.data() + text.size(), v);
+}
+
+// What flag_value, canonical_flag_value and set_flag use: the flag's variable, its type and its range.
+struct FlagAccess {
+  std::function<std::string()> value;
+  std::function<std::string(const std::string&)> canonical;  // throws gs::Error if out of range
+  std::function<void(const std::string&)> set;
+};
+
+std::map<const CLI::Option*, FlagAccess>& accesses() {
+  static std::map<const CLI::Option*, FlagAccess> m;
+  return m;
+}
+
+const FlagAccess& access_of(const CLI::App& app, const std::string& name) {
+  const auto it = accesses().find(app.get_option_no_throw(name));
+  if (it == accesses().end()) throw Error(name + " is not a flag of " + app.get_name() + " added with add_flag");
+  return it->second;
+}
+
+template <class T>
+std::vector<T> read_values(const Range& range, double type_max, const std::string& text, T*) {
+  std::string t = text;
+  if (const std::string p = problem(range, type_max, t); !p.empty()) throw Error(p);
+  T v{};
+  read_text(t, v);
+  return {v};
+}
+template <class T>
+std::vector<T> read_values(const Range& range, double type_max, const std::string& text, std::vector<T>*) {
+  std::vector<T> values;
+  std::size_t from = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', from);
+    values.push_back(read_values(range, type_max, text.substr(from, comma - from), static_cast<T*>(nullptr)).front());
+    if (comma == std::string::npos) return values;
+    from = comma + 1;
+  }
+}
+
+template <class T>
+struct is_list : std::false_type {};
+template <class T>
+struct is_list<std::vector<T>> : std::true_type {};
+
+template <class T>
+FlagAccess access_to(T& value, const Range& range, double type_max) {
+  FlagAccess a;
+  a.value = [&value] { return exact_text(value); };
+  auto read = [&range, type_max](const std::string& text) {
+    T parsed{};
+    if constexpr (std::is_same_v<T, std::string>)
+      if (text.empty()) return parsed;  // a string flag's "none" (--text: the Markov corpus)
+    if constexpr (is_list<T>::value) parsed = read_values(range, type_max, text, &parsed);
+    else parsed = read_values(range, type_max, text, &parsed).front();
+    return parsed;
+  };
+  a.canonical = [read](const std::string& text) { return exact_text(read(text)); };
+  a.set = [read, &value](const std::string& text) { value = read(text); };
+  return a;
+}
+
 // The flag with its range: checked on every element, stated in --help.
 template <class T>
 CLI::Option* add(CLI::App& app, const std::string& name, T& value, const std::string& help, double type_max) {
   const Range& range = range_of(app.get_name(), name);
   const std::string text = text_of(range, type_max);
   CLI::Option* option = app.add_option(name, value, text.empty() ? help : help + " [" + text + "]");
+  accesses()[option] = access_to(value, range, type_max);
   const CLI::Validator check([&range, type_max](std::string& v) { return problem(range, type_max, v); }, "", "range");
   if (range.kind == Range::Kind::placement)
     option->transform(check);
@@ -223,6 +315,14 @@ CLI::Option* add(CLI::App& app, const std::string& name, T& value, const std::st
 }
 
 }  // namespace
+
+std::string flag_value(const CLI::App& app, const std::string& name) { return access_of(app, name).value(); }
+
+std::string canonical_flag_value(const CLI::App& app, const std::string& name, const std::string& text) {
+  return access_of(app, name).canonical(text);
+}
+
+void set_flag(CLI::App& app, const std::string& name, const std::string& text) { access_of(app, name).set(text); }
 
 unsigned max_jobs() { return 4 * std::max(1u, std::thread::hardware_concurrency()); }
 

@@ -31,6 +31,14 @@ CLI::Option* add_flag(CLI::App& app, const std::string& name, std::vector<std::s
 CLI::Option* add_flag(CLI::App& app, const std::string& name, std::vector<double>& value, const std::string& help);
 CLI::Option* add_flag(CLI::App& app, const std::string& name, std::vector<std::string>& value, const std::string& help);
 
+// A flag's current value as text that reads back to the same value ("0.01", "1e-08", a list
+// comma-separated): what a checkpoint records (resume.hpp).
+std::string flag_value(const CLI::App& app, const std::string& name);
+// `text` as the flag would read it, written as flag_value writes it ("1e-2" -> "0.01", "sandwich" ->
+// "peri"); throws gs::Error with the range if it is outside. set_flag stores it in the flag's variable.
+std::string canonical_flag_value(const CLI::App& app, const std::string& name, const std::string& text);
+void set_flag(CLI::App& app, const std::string& name, const std::string& text);
+
 // Gives an added flag another description (a binary's own meaning of a shared flag); its range stays.
 void describe(CLI::App& app, const std::string& name, const std::string& help);
 

@@ -16,9 +16,27 @@
 
 namespace gs::experiments {
 
-void write_graph_file(const std::string& file, const std::string& dot) {
+namespace {
+
+// The DOT text with the graph attribute comment="written by gradscope PROGRAM" (nn/io/ownership.hpp):
+// a DOT file carries it in its first line, and Graphviz writes it into an SVG as an XML comment, so
+// that a later run recognises the file as its own and may replace it.
+std::string signed_dot(const std::string& dot) {
+  const std::size_t brace = dot.find('{');
+  if (brace == std::string::npos) throw Error("write_graph_file: the text is not a DOT graph (no '{')");
+  return dot.substr(0, brace + 1) + "\n  comment=\"" + nn::output_signature(nn::this_program()) + "\";" +
+         dot.substr(brace + 1);
+}
+
+}  // namespace
+
+void check_graph_file(const std::string& file) { nn::check_output_file(file, "--graph", nn::this_program()); }
+
+void write_graph_file(const std::string& file, const std::string& unsigned_dot) {
   namespace fs = std::filesystem;
   const fs::path path(file);
+  check_graph_file(file);  // (again: a binary checks it before its work)
+  const std::string dot = signed_dot(unsigned_dot);
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
   const std::string format = path.extension() == ".svg" ? "svg" : path.extension() == ".png" ? "png" : "";
   if (format.empty()) return nn::write_file_atomically(path, dot);
@@ -35,6 +53,11 @@ void write_graph_file(const std::string& file, const std::string& dot) {
   if (status != 0) {
     fs::remove(tmp);
     throw Error("--graph " + file + ": `" + command + "` failed (exit status " + std::to_string(status) + ")");
+  }
+  if (format == "png") {  // PNG has no comments: the signature goes into a tEXt chunk
+    const std::string png = nn::png_with_signature(nn::read_file(tmp), nn::this_program());
+    fs::remove(tmp);
+    return nn::write_file_atomically(path, png);
   }
   fs::rename(tmp, path);  // atomic: a reader sees the old file or the whole new one
 }

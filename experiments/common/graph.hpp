@@ -13,9 +13,14 @@
 namespace gs::experiments {
 
 // Writes DOT text to `file`: rendered by Graphviz's `dot` when the name ends in .svg or .png, the DOT
-// text itself otherwise. Atomic (a temporary file renamed into place). Throws gs::Error naming the
-// file if it cannot be written, or if rendering is asked for and `dot` is missing or fails.
+// text itself otherwise. Atomic (a temporary file renamed into place), and signed "written by gradscope
+// PROGRAM" (a DOT comment attribute, which an SVG keeps; a PNG tEXt chunk): an existing file is replaced
+// only if it carries that signature (nn::check_output_file). Throws gs::Error naming the file if it may
+// not be replaced or cannot be written, or if rendering is asked for and `dot` is missing or fails.
 void write_graph_file(const std::string& file, const std::string& dot);
+
+// Refuses (gs::Error "--graph FILE: ...") what write_graph_file would refuse: for a binary to call before its work.
+void check_graph_file(const std::string& file);
 
 // A fresh model with `options` (keep it small: the picture has ~50 nodes per layer), one forward and
 // backward pass with Tape::keep_contributions on, on the dump batch of options.seed, drawn into

@@ -10,9 +10,11 @@
 #include "engine/error.hpp"
 #include "engine/tape.hpp"
 #include "experiments/common/graph.hpp"
+#include "experiments/common/interrupt.hpp"
 #include "experiments/common/memory.hpp"
 #include "experiments/common/report.hpp"
 #include "experiments/common/training.hpp"
+#include "nn/io/ownership.hpp"
 #include "nn/transformer_lm.hpp"
 
 extern "C" void openblas_set_num_threads(int);
@@ -155,12 +157,18 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
     return 2;
   };
   if (!problem.empty()) return flag_error(problem);
+  install_interrupt_handlers();  // from here on SIGINT and SIGTERM stop the run at a step boundary
   try {
     if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
+      check_graph_file(graph);
       write_model_graph(graph, model);
       return 0;
     }
     explorer::check_html(html, program);  // before any work: never replace a file gradscope did not write
+    if (grid_) {  // nothing the program did not write is replaced (nn/io/ownership.hpp), checked before any work
+      nn::claim_output_dir(out, "--out", {program, "out"});
+      if (!dump.empty()) nn::check_output_dir(dump, "--dump", {program, "dump"});
+    }
     body();
     if (html.wanted()) {
       std::stable_sort(runs_.begin(), runs_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -175,12 +183,22 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
       dump_model(dump, m, dump_batch(dump_corpus(model.vocab, model.batch, model.seq, model.seed), model.batch,
                                      model.seq, model.seed));
     }
+  } catch (const Interrupted& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+    return 128 + e.signal;
   } catch (const FlagError& e) {
     return flag_error(e.what());
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
     return 1;
+  }
+  if (const int signal = interrupt_signal()) {  // it came after the last step: the run is complete
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: interrupted by %s after its last step; the run finished\n", program.c_str(),
+                 signal_name(signal).c_str());
+    return 128 + signal;
   }
   return 0;
 }
@@ -217,7 +235,14 @@ std::optional<Results> Experiment::run_cells(const Grid& grid, const std::string
   parallel_for(cells.size(), jobs, [&](std::size_t i) {
     const Cell cell{&grid, cells[i]};
     Tick tick(progress, grid.describe(cell.index));
-    records[cell.index] = measure(cell, tick);
+    const std::string outcome = "; no tables or files of the grid written";
+    if (interrupt_signal()) throw Interrupted(interrupt_signal(), 0, " before cell " + tick.cell() + outcome);
+    try {
+      records[cell.index] = measure(cell, tick);
+    } catch (const Interrupted& e) {
+      if (!e.detail.empty()) throw;
+      throw Interrupted(e.signal, e.step, " of cell " + tick.cell() + outcome);
+    }
     const std::size_t units = cost ? cost(cell) : 1;
     progress.advance(units - std::min(units, tick.done), tick.cell());
   });

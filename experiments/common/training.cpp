@@ -5,6 +5,7 @@
 
 #include "engine/engine.hpp"
 #include "experiments/common/explorer/recorder.hpp"
+#include "experiments/common/interrupt.hpp"
 #include "nn/data/markov.hpp"
 
 namespace gs::experiments {
@@ -107,6 +108,7 @@ StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const 
 
 StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t step,
                       const nn::Batch& batch) {
+  stop_if_requested(step);  // SIGINT/SIGTERM: stop here, between steps (interrupt.hpp)
   StepResult r;
   if (setup.recorder) Tape::current().keep_contributions = true;  // the recorder reads the contributions
   r.loss = forward_backward(model, batch);

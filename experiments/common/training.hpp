@@ -108,6 +108,7 @@ struct StepResult {
 };
 
 // Step `step` (0-based): training_batch, forward_backward, then apply_update if the loss is finite.
+// Before it starts, throws Interrupted (interrupt.hpp) if SIGINT or SIGTERM arrived.
 StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t step);
 // The same on a batch drawn by the caller (setup.data is not read).
 StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t step,

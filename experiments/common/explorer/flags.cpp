@@ -52,8 +52,8 @@ void write_html(const HtmlOptions& o, Page page, std::string_view program) {
   }
   nn::check_output_file(o.file, "--html", name);  // again: the file may have appeared during the run
   write_explorer_page(o.file, page, name);
-  std::printf("explorer page: %s (%zu runs); open file://%s in a browser\n", o.file.c_str(), page.runs.size(),
-              std::filesystem::absolute(o.file).c_str());
+  std::printf("explorer page: %s (%zu run%s); open file://%s in a browser\n", o.file.c_str(), page.runs.size(),
+              page.runs.size() == 1 ? "" : "s", std::filesystem::absolute(o.file).c_str());
 }
 
 }  // namespace gs::explorer
