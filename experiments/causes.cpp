@@ -27,6 +27,8 @@
 // gradient reaches the blocks); "-" when none is.
 //
 //   build/bin/causes                     the default: post and pre, 12 rows, 5 seeds, 300 steps
+//                                        (554 s wall on 2 busy cores, measured; 36000 steps as warmup's
+//                                        33600, which take 184 s on 2 idle ones)
 //   build/bin/causes --placements post --seeds 10 --steps 500
 #include <chrono>
 #include <cmath>
@@ -222,7 +224,9 @@ int main(int argc, char** argv) {
                 "(where warmup's grid finds Post-LN stuck and Pre-LN training), each row changes one thing -- a "
                 "backward-pass intervention, Adam's beta2, RAdam, a hold, a warmup -- and trains every seed again; "
                 "counts of trained/stuck/diverged, final held-out loss, block-0/top gradient ratio, LN-input RMS, "
-                "LN gain and the first update's |dW|/|W|. Default: 2 placements x 12 rows x 5 seeds x 300 steps.",
+                "LN gain and the first update's |dW|/|W|. Default: 2 placements x 12 rows x 5 seeds x 300 steps "
+                "(36000 steps; measured 554 s wall with --jobs 2 on 2 cores shared with a compile, load ~9; "
+                "--seeds 5 is the fewest the question needs, and 300 steps lets warmup 100 train).",
                 "out/causes");
   ex.model = stability_model();
   ex.placements = {"post", "pre"};
