@@ -220,7 +220,7 @@ TEST_CASE("the optimizer flags reach the run: --optimizer radam, --adam-beta2, -
   REQUIRE(lrs[3] > 0.0);  // the schedule starts after the hold
   fs::remove_all(dir);
   const Result w = run(path_of("warmup"), "--layers 2 --d-model 8 --heads 2 --seq 6 --batch 3 --steps 2 --window 1 "
-                                          "--eval-batches 1 --datasets markov --lrs 0.01 --warmups 0 --intervene freeze-ln "
+                                          "--eval-batches 1 --datasets markov --lrs 0.01 --warmups 0 --placements post,pre --intervene freeze-ln "
                                           "--adam-beta1 0.5 --out '" + dir.string() + "'");
   REQUIRE(w.status == 0);
   REQUIRE(w.out.find("adam(beta1 0.5, beta2 0.98, eps 1e-08), intervene freeze-ln") != std::string::npos);
