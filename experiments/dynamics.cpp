@@ -37,6 +37,7 @@
 #include "engine/engine.hpp"
 #include "experiments/common/harness.hpp"
 #include "experiments/common/interrupt.hpp"
+#include "experiments/common/optimizer_flags.hpp"
 #include "experiments/common/report.hpp"
 #include "experiments/common/step_measures.hpp"
 #include "experiments/common/stream_split.hpp"
@@ -58,6 +59,7 @@ struct DynamicsOptions {
   double clip = 0.0;
   double margin = 0.05;
   std::string text;  // empty: the Markov corpus
+  OptimizerSetup opt;  // Adam(0.9, 0.98, eps 1e-8) unless the flags say otherwise
 };
 
 // ---- one run ----
@@ -81,8 +83,8 @@ Record run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const D
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
   const auto rec = cell["seed"] == 0 ? ex.recorder(cell.grid->describe(cell.index), model) : nullptr;
-  nn::Adam adam(model.named_parameters(), nn::AdamOptions{0.9, 0.98, 1e-8, 0.0, false});
-  const nn::Schedule schedule{nn::ScheduleKind::warmup, o.lr, warmup, o.steps, 0.1};
+  const std::unique_ptr<nn::Optimizer> optimizer = o.opt.make(model);
+  const nn::Schedule schedule = o.opt.with_hold({nn::ScheduleKind::warmup, o.lr, warmup, o.steps, 0.1});
   std::mt19937_64 probe_rng = rng_for(m.seed, 0, RngPurpose::probe);
   const nn::Batch probe = corpus.data.batch(nn::Split::validation, m.batch, m.seq, probe_rng);
   Tape::current().keep_contributions = true;  // for through_ln (this thread's tape)
@@ -95,7 +97,7 @@ Record run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const D
     if (!std::isfinite(r.loss)) break;
     read_tape(model, r);
     if (rec) rec->record_pass(step, Tape::current(), r.loss);
-    const Update u = apply_update(adam, schedule, step, o.clip);
+    const Update u = apply_update(*optimizer, schedule, step, o.clip);
     if (rec) rec->record_update(step);
     r.lr = u.lr;
     r.grad_norm = u.grad_norm;
@@ -394,6 +396,7 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--clip", o.clip, "clip the global gradient norm to this");
   add_flag(ex.app, "--margin", o.margin, "verdict margin in nats (as in warmup)");
   add_flag(ex.app, "--text", o.text, "train on this text file's characters instead of the Markov corpus");
+  add_optimizer_flags(ex.app, o.opt, true);
   describe(ex.app, "--placements", "placements to train (comma-separated)");
   return ex.main(argc, argv, [&] {
     const auto start = std::chrono::steady_clock::now();
@@ -408,9 +411,10 @@ int main(int argc, char** argv) {
     co.seed = mo.seed;
     const Corpus corpus = o.text.empty() ? markov_corpus(co, mo.seq) : text_corpus(o.text);
     std::printf(
-        "dynamics: %s (vocab %zu); layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; Adam(0.9, 0.98), "
+        "dynamics: %s (vocab %zu); layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; %s, "
         "lr %g, linear warmup then constant, clip %s; %zu steps; seeds %u..%zu\n",
-        corpus.name.c_str(), corpus.data.vocab(), mo.layers, mo.d_model, mo.heads, mo.batch, mo.seq, o.lr,
+        corpus.name.c_str(), corpus.data.vocab(), mo.layers, mo.d_model, mo.heads, mo.batch, mo.seq,
+        o.opt.text() == OptimizerSetup{}.text() ? "Adam(0.9, 0.98)" : o.opt.text().c_str(), o.lr,
         o.clip > 0 ? fmt(o.clip).c_str() : "off", o.steps, mo.seed, mo.seed + ex.seeds - 1);
     std::printf(
         "each number: mean ± std over the seeds; 'step t' = the t-th update, 'last N' = mean over the last N steps\n");

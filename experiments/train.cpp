@@ -24,6 +24,7 @@
 #include "experiments/common/interrupt.hpp"
 #include "experiments/common/report.hpp"
 #include "experiments/common/resume.hpp"
+#include "experiments/common/optimizer_flags.hpp"
 #include "experiments/common/training.hpp"
 #include "nn/io/checkpoint.hpp"
 #include "nn/io/checksum.hpp"
@@ -45,8 +46,12 @@ struct TrainOptions {
   std::size_t warmup = 100;
   std::string schedule = "cosine";
   std::size_t schedule_steps = 0;    // N of the schedule (cosine decays to 0.1 lr at N); 0: --steps
-  std::string optimizer = "adamw";
-  double weight_decay = 0.0;
+  OptimizerSetup opt = [] {  // make_optimizer's defaults: AdamW(0.9, 0.999, eps 1e-8)
+    OptimizerSetup s;
+    s.optimizer = "adamw";
+    s.beta2 = 0.999;
+    return s;
+  }();
   double clip = 1.0;                 // max global gradient norm; 0: no clipping
   std::string text;                  // a text file; empty: the Markov corpus
   std::size_t markov_order = 2;
@@ -226,8 +231,8 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--warmup", o.warmup, "linear warmup steps");
   add_flag(ex.app, "--schedule", o.schedule, "learning-rate schedule (cosine: to 0.1 lr at --schedule-steps)");
   add_flag(ex.app, "--schedule-steps", o.schedule_steps, "the schedule's length N: cosine decays to 0.1 lr at step N");
-  add_flag(ex.app, "--optimizer", o.optimizer, "sgd (momentum 0.9), adam or adamw");
-  add_flag(ex.app, "--weight-decay", o.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay");
+  add_optimizer_flags(ex.app, o.opt, true);
+  add_flag(ex.app, "--weight-decay", o.opt.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay");
   add_flag(ex.app, "--clip", o.clip, "clip the global gradient norm to this");
   add_flag(ex.app, "--text", o.text, "a text file to train on, one token per distinct byte (default: Markov corpus)");
   add_flag(ex.app, "--markov-order", o.markov_order, "Markov corpus: tokens of context");
@@ -258,15 +263,15 @@ int main(int argc, char** argv) {
     nn::ModelConfig config = resumed ? resumed->config : ex.model.config();  // its seed too: data and batches
     nn::ModelConfig largest = config;
     if (!o.text.empty()) largest.vocab = 256;  // a text file has at most 256 distinct bytes
-    ex.check_memory(largest, o.optimizer == "sgd" ? 1 : 2, ex.html_wanted(), 1, corpus_bytes(config.vocab, o.markov_order, o.text));
+    ex.check_memory(largest, o.opt.optimizer == "sgd" ? 1 : 2, ex.html_wanted(), 1, corpus_bytes(config.vocab, o.markov_order, o.text));
     const Corpus corpus = load_corpus(o, config, resumed);
     const std::size_t B = ex.model.batch, T = config.context;
 
     nn::TransformerLM model(config);
     std::printf("model: %s\n       %zu parameters\n", nn::model_config_json(config).dump(2).c_str(),
                 model.parameter_count());
-    std::unique_ptr<nn::Optimizer> optimizer = nn::make_optimizer(o.optimizer, model.named_parameters(), o.weight_decay);
-    const nn::Schedule schedule{nn::parse_schedule(o.schedule), o.lr, o.warmup, o.schedule_steps, 0.1};
+    std::unique_ptr<nn::Optimizer> optimizer = o.opt.make(model);
+    const nn::Schedule schedule = o.opt.with_hold({nn::parse_schedule(o.schedule), o.lr, o.warmup, o.schedule_steps, 0.1});
     std::size_t start = 0;
     if (resumed) {
       nn::load_checkpoint(*resumed, model, config, optimizer.get());  // config.json as read above
@@ -274,19 +279,21 @@ int main(int argc, char** argv) {
       std::printf("resumed: %s at step %zu\n", o.resume.c_str(), start);
     }
     std::printf("train: %zu steps of B=%zu T=%zu, %s lr %g, %s schedule over %zu steps, warmup %zu, clip %g, weight "
-                "decay %g\n", o.steps, B, T, o.optimizer.c_str(), o.lr, o.schedule.c_str(), o.schedule_steps, o.warmup,
-                o.clip, o.weight_decay);
+                "decay %g\n", o.steps, B, T, o.opt.optimizer.c_str(), o.lr, o.schedule.c_str(), o.schedule_steps, o.warmup,
+                o.clip, o.opt.weight_decay);
     if (o.schedule == "cosine" && o.steps > o.schedule_steps)
       std::printf("note: the cosine schedule ends at step %zu (--schedule-steps); the steps after it run at 0.1 lr\n",
                   o.schedule_steps);
+    if (o.opt.hold || o.opt.interventions().any() || o.opt.beta1 != 0.9 || o.opt.beta2 != 0.999 || o.opt.eps != 1e-8)
+      std::printf("       %s\n", o.opt.text().c_str());
     StepSetup setup{&corpus.data, B, T, config.seed, schedule, o.clip};
-    const auto recorder = ex.recorder(nn::placement_name(config) + ", " + o.optimizer + " lr " + fmt(o.lr) +
+    const auto recorder = ex.recorder(nn::placement_name(config) + ", " + o.opt.optimizer + " lr " + fmt(o.lr) +
                                           ", warmup " + std::to_string(o.warmup), model);
     setup.recorder = recorder.get();
     const Trained t = train_loop(model, *optimizer, setup, start, o);
     if (recorder) {
       recorder->run().facts = {{"program", "train"}, {"placement", nn::placement_name(config)},
-                               {"optimizer", o.optimizer + ", lr " + fmt(o.lr) + ", " + o.schedule +
+                               {"optimizer", o.opt.optimizer + ", lr " + fmt(o.lr) + ", " + o.schedule +
                                                  " schedule, warmup " + std::to_string(o.warmup)},
                                {"steps", std::to_string(start) + " to " + std::to_string(o.steps)},
                                {"validation loss", fmt(t.val_loss)}};

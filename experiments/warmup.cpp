@@ -25,6 +25,7 @@
 
 #include "engine/engine.hpp"
 #include "experiments/common/harness.hpp"
+#include "experiments/common/optimizer_flags.hpp"
 #include "experiments/common/report.hpp"
 #include "experiments/common/training.hpp"
 #include "nn/optim.hpp"
@@ -47,6 +48,7 @@ struct GridOptions {
   std::size_t markov_order = 2;
   double markov_concentration = 0.05;
   std::size_t window = 10;  // steps per point of the loss curves
+  OptimizerSetup opt;       // Adam(0.9, 0.98, eps 1e-8) unless the flags say otherwise
 };
 
 // One run of the grid: a fresh model, Adam(0.9, 0.98), --steps steps, then the held-out loss. The record:
@@ -58,15 +60,15 @@ Record run_one(ModelOptions m, const Corpus& corpus, double lr, std::size_t warm
                Experiment& ex, const Cell& cell) {
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
-  nn::Adam adam(model.named_parameters(), nn::AdamOptions{0.9, 0.98, 1e-8, 0.0, false});
-  const nn::Schedule schedule{nn::ScheduleKind::warmup, lr, warmup, go.steps, 0.1};
+  const std::unique_ptr<nn::Optimizer> optimizer = go.opt.make(model);
+  const nn::Schedule schedule = go.opt.with_hold({nn::ScheduleKind::warmup, lr, warmup, go.steps, 0.1});
   StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, go.clip};
   const auto rec = cell["seed"] == 0 ? ex.recorder(cell.grid->describe(cell.index), model) : nullptr;
   setup.recorder = rec.get();
   Record r;
   std::size_t blew_up = 0;
   for (std::size_t step = 0; step < go.steps && blew_up == 0; ++step) {
-    const StepResult s = train_step(model, adam, setup, step);
+    const StepResult s = train_step(model, *optimizer, setup, step);
     r.push("losses", s.loss);
     if (!s.finite()) blew_up = step + 1;
     char what[96];
@@ -306,6 +308,7 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--markov-order", go.markov_order, "Markov corpus: tokens of context");
   add_flag(ex.app, "--markov-concentration", go.markov_concentration, "Markov corpus: Dirichlet concentration");
   add_flag(ex.app, "--window", go.window, "steps averaged per point of the loss curves");
+  add_optimizer_flags(ex.app, go.opt, true);
   describe(ex.app, "--seeds", "seeds per grid cell (default 1 to keep the grid fast; the cell then "
                                             "shows mean ± std and how many seeds gave each verdict)");
   describe(ex.app, "--vocab", "vocabulary of the Markov corpus (the text file sets its own)");
@@ -326,7 +329,8 @@ int main(int argc, char** argv) {
                 runs, ex.placements.size(), go.lrs.size(), go.warmups.size(), corpora.size(), ex.seeds, go.steps);
     std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu\n", mo.layers,
                 mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq);
-    std::printf("  Adam(0.9, 0.98, eps 1e-8), linear warmup then constant lr, clip %s; %u parallel jobs\n",
+    const std::string optimizer = go.opt.text() == OptimizerSetup{}.text() ? "Adam(0.9, 0.98, eps 1e-8)" : go.opt.text();
+    std::printf("  %s, linear warmup then constant lr, clip %s; %u parallel jobs\n", optimizer.c_str(),
                 go.clip > 0 ? fmt(go.clip).c_str() : "off", ex.jobs);
     std::fflush(stdout);
     Grid grid;

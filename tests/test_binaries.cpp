@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <set>
@@ -196,6 +197,39 @@ TEST_CASE("a run that cannot fit in memory is refused before it allocates, with 
   }
 }
 
+TEST_CASE("the optimizer flags reach the run: --optimizer radam, --adam-beta2, --hold (lr 0), --intervene", "[binaries][optimizer]") {
+  const fs::path dir = fs::temp_directory_path() / ("gradscope_test_optimizer_flags_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const Result r = run(path_of("train"), "--steps 4 --eval-every 0 --eval-batches 1 --optimizer radam --adam-beta2 0.99 "
+                                         "--hold 3 --intervene detach-skip --placement post --out '" + dir.string() + "'");
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  REQUIRE(r.out.find("radam(beta1 0.9, beta2 0.99, eps 1e-08), hold 3, intervene detach-skip") != std::string::npos);
+  std::stringstream csv(gs::nn::read_file(dir / "train.csv"));
+  std::vector<double> lrs;
+  for (std::string line; std::getline(csv, line);) {
+    if (line.empty() || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;  // the header
+    std::stringstream cells(line);
+    std::string step, loss, lr;
+    std::getline(cells, step, ','), std::getline(cells, loss, ','), std::getline(cells, lr, ',');
+    lrs.push_back(std::stod(lr));
+  }
+  REQUIRE(lrs.size() == 4);
+  REQUIRE(lrs[0] == 0.0);
+  REQUIRE(lrs[2] == 0.0);
+  REQUIRE(lrs[3] > 0.0);  // the schedule starts after the hold
+  fs::remove_all(dir);
+  const Result w = run(path_of("warmup"), "--layers 2 --d-model 8 --heads 2 --seq 6 --batch 3 --steps 2 --window 1 "
+                                          "--eval-batches 1 --datasets markov --lrs 0.01 --warmups 0 --placements post,pre --intervene freeze-ln "
+                                          "--adam-beta1 0.5 --out '" + dir.string() + "'");
+  REQUIRE(w.status == 0);
+  REQUIRE(w.out.find("adam(beta1 0.5, beta2 0.98, eps 1e-08), intervene freeze-ln") != std::string::npos);
+  fs::remove_all(dir);
+  require_refused(run(path_of("train"), "--intervene detach-everything"), 2, "train", {"--intervene", "detach-everything"});
+  require_refused(run(path_of("dynamics"), "--adam-beta2 1"), 2, "dynamics", {"--adam-beta2", "<= 0.999999999"});
+  require_refused(run(path_of("warmup"), "--optimizer lion"), 2, "warmup", {"--optimizer", "radam"});
+}
+
 TEST_CASE("train --temperature 0 samples greedily: the most likely token, not token 0", "[binaries]") {
   const Result r = run(path_of("train"), "--steps 30 --eval-every 0 --eval-batches 1 --sample 40 --temperature 0");
   REQUIRE(r.status == 0);
@@ -212,6 +246,7 @@ TEST_CASE("every grid binary: two shards merged print the tables and write the f
            {"amplification", model + " --depths 1,2 --placements post,rezero"},
            {"stream", model + " --layers-list 1,2 --placements pre,deepnorm --steps 2"},
            {"dynamics", model + " --layers 2 --steps 4 --early 2 --eval-batches 1 --warmups 0,2"},
+           {"causes", model + " --layers 2 --steps 4 --window 2 --eval-batches 1 --warmups 2 --hold 2"},
            {"warmup", model + " --layers 2 --steps 4 --window 2 --eval-batches 1 --datasets markov --lrs 0.01,0.1 "
                               "--placements post,pre --warmups 0"}}) {
     INFO(name << args);

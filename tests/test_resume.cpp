@@ -61,6 +61,32 @@ TEST_CASE("train: 20 steps, save, resume to 40 equals 40 straight steps, for eve
   }
 }
 
+TEST_CASE("train: 20 steps, save, resume to 40 equals 40 straight steps, for every optimizer, with hold and intervention",
+          "[resume][binaries]") {
+  test::TempDir dir("resume-optimizers");
+  const std::vector<std::vector<std::string>> variants = {
+      {"--optimizer", "sgd"}, {"--optimizer", "adam"}, {"--optimizer", "adamw", "--weight-decay", "0.1"},
+      {"--optimizer", "radam"},  // its rectification counts steps: the count must come back too
+      {"--hold", "5", "--adam-beta2", "0.99"}, {"--intervene", "ln-undo-gain,detach-skip"}};
+  for (const std::vector<std::string>& variant : variants) {
+    std::string name;
+    for (const std::string& v : variant) name += v + " ";
+    INFO(name);
+    std::vector<std::string> straight_flags = {"--steps", "40", "--save", "straight"};
+    std::vector<std::string> half_flags = {"--steps", "20", "--schedule-steps", "40", "--save", "half"};
+    straight_flags.insert(straight_flags.end(), variant.begin(), variant.end());
+    half_flags.insert(half_flags.end(), variant.begin(), variant.end());
+    const test::Outcome straight = run_binary("train", tiny(straight_flags), dir.path);
+    REQUIRE(straight.status == 0);
+    REQUIRE(run_binary("train", tiny(half_flags), dir.path).status == 0);
+    const test::Outcome resumed = run_binary("train", {"--resume", "half", "--steps", "40", "--save", "resumed"}, dir.path);
+    INFO(resumed.err);
+    REQUIRE(resumed.status == 0);
+    REQUIRE(weights(dir.path / "resumed") == weights(dir.path / "straight"));
+    REQUIRE(final_line(resumed.out) == final_line(straight.out));
+  }
+}
+
 TEST_CASE("train --resume: a flag that contradicts the checkpoint is refused naming it and both values; an equal or "
           "harmless one is allowed", "[resume][binaries]") {
   test::TempDir dir("resume-flags");

@@ -82,7 +82,12 @@ const std::vector<std::pair<std::string, Range>>& table() {
       {"--warmups", whole(0)},
       {"--schedule-steps", whole(0, no_limit, "0: --steps")},
       {"--schedule", choice({"constant", "warmup", "inverse_sqrt", "inverse-sqrt", "rsqrt", "cosine"})},
-      {"--optimizer", choice({"sgd", "adam", "adamw"})},
+      {"--optimizer", choice({"sgd", "adam", "adamw", "radam"})},
+      {"--adam-beta1", {Range::Kind::real, 0, 1 - 1e-9, false, "", {}}},
+      {"--adam-beta2", {Range::Kind::real, 0, 1 - 1e-9, false, "", {}}},
+      {"--adam-eps", real_above(0)},
+      {"--hold", whole(0, no_limit, "0: none")},
+      {"--intervene", choice({"none", "ln-undo-gain", "ln-detach-stats", "detach-skip", "detach-branch", "freeze-ln"})},
       {"--weight-decay", real_from(0)},
       {"--clip", real_from(0, "0: no clipping")},
       {"--text", of(Range::Kind::file)},
@@ -140,6 +145,7 @@ std::string text_of(const Range& r, double type_max) {
       break;
     case Range::Kind::real:
       s = std::string("a finite number ") + (r.above ? "> " : ">= ") + number(r.lo);
+      if (r.hi < no_limit) s += " and <= " + number(r.hi);
       break;
     case Range::Kind::choice:
       return "one of " + joined(r.choices);

@@ -1,6 +1,7 @@
 #include "experiments/common/training.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "engine/engine.hpp"
@@ -98,6 +99,36 @@ Update apply_update(nn::Optimizer& optimizer, const nn::Schedule& schedule, std:
   u.lr = schedule.lr(step);
   optimizer.step(u.lr);
   return u;
+}
+
+nn::Interventions OptimizerSetup::interventions() const {
+  std::string list;
+  for (const std::string& name : intervene) list += (list.empty() ? "" : ",") + name;
+  return nn::parse_interventions(list);
+}
+
+std::unique_ptr<nn::Optimizer> OptimizerSetup::make(nn::TransformerLM& model) const {
+  model.set_interventions(interventions());
+  return nn::make_optimizer(optimizer, model.named_parameters(), weight_decay, beta1, beta2, eps);
+}
+
+nn::Schedule OptimizerSetup::with_hold(nn::Schedule schedule) const {
+  schedule.hold = hold;
+  schedule.total = schedule.total > hold ? schedule.total - hold : 0;
+  return schedule;
+}
+
+std::string OptimizerSetup::text() const {
+  char buf[160];
+  if (optimizer == "sgd")
+    std::snprintf(buf, sizeof buf, "sgd(momentum 0.9)");
+  else
+    std::snprintf(buf, sizeof buf, "%s(beta1 %g, beta2 %g, eps %g)", optimizer.c_str(), beta1, beta2, eps);
+  std::string s = buf;
+  if (hold) s += ", hold " + std::to_string(hold);
+  const nn::Interventions i = interventions();
+  if (i.any()) s += ", intervene " + nn::to_string(i);
+  return s;
 }
 
 bool StepResult::finite() const { return std::isfinite(loss); }

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -89,6 +90,29 @@ struct Update {
 // Clips the global gradient norm to `clip` (0: no clipping) and takes one optimizer step at
 // schedule.lr(step).
 Update apply_update(nn::Optimizer& optimizer, const nn::Schedule& schedule, std::size_t step, double clip);
+
+// The optimizer and the backward-pass interventions of a run, as the flags --optimizer, --adam-beta1,
+// --adam-beta2, --adam-eps, --hold and --intervene give them (add_optimizer_flags,
+// experiments/common/optimizer_flags.hpp): every binary that trains makes its optimizer here, so each
+// gets the flags the same way. The defaults are warmup's and dynamics' Adam(0.9, 0.98, eps 1e-8); train
+// sets beta2 0.999 (make_optimizer's default) before adding the flags.
+struct OptimizerSetup {
+  std::string optimizer = "adam";  // sgd, adam, adamw, radam
+  double beta1 = 0.9, beta2 = 0.98, eps = 1e-8;
+  double weight_decay = 0.0;
+  std::size_t hold = 0;                   // Schedule::hold: steps at lr 0 that still update the moments
+  std::vector<std::string> intervene{"none"};  // nn::parse_interventions names; "none" (or empty): none
+
+  nn::Interventions interventions() const;
+  // Switches the interventions on in `model` (TransformerLM::set_interventions; throws gs::Error when
+  // the model refuses them) and returns the optimizer of its parameters.
+  std::unique_ptr<nn::Optimizer> make(nn::TransformerLM& model) const;
+  // `schedule` with this hold; its total (the cosine's length) shortened by the hold, so a run of
+  // S steps still ends its cosine at step S.
+  nn::Schedule with_hold(nn::Schedule schedule) const;
+  // "adam(beta1 0.9, beta2 0.98, eps 1e-08)", with ", hold 20" and ", intervene detach-skip" when set.
+  std::string text() const;
+};
 
 // What one whole training step needs besides the model and the optimizer.
 struct StepSetup {
