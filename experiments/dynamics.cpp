@@ -59,6 +59,8 @@ struct DynamicsOptions {
   double clip = 0.0;
   double margin = 0.05;
   std::string text;  // empty: the Markov corpus
+  std::size_t markov_order = 2;
+  double markov_concentration = 0.05;
   OptimizerSetup opt;  // Adam(0.9, 0.98, eps 1e-8) unless the flags say otherwise
 };
 
@@ -396,6 +398,9 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--clip", o.clip, "clip the global gradient norm to this");
   add_flag(ex.app, "--margin", o.margin, "verdict margin in nats (as in warmup)");
   add_flag(ex.app, "--text", o.text, "train on this text file's characters instead of the Markov corpus");
+  add_flag(ex.app, "--markov-order", o.markov_order, "Markov corpus: tokens of context (as train's)");
+  add_flag(ex.app, "--markov-concentration", o.markov_concentration, "Markov corpus: Dirichlet concentration of each "
+           "next-token distribution (as train's)");
   add_optimizer_flags(ex.app, o.opt, true);
   describe(ex.app, "--placements", "placements to train (comma-separated)");
   return ex.main(argc, argv, [&] {
@@ -405,15 +410,14 @@ int main(int argc, char** argv) {
     nn::ModelConfig largest = mo.config();
     largest.vocab = o.text.empty() ? mo.vocab : 256;
     const std::size_t runs = ex.placements.size() * o.warmups.size() * ex.seeds;
-    ex.check_memory(largest, 2, true, runs, corpus_bytes(mo.vocab, 2, o.text));
-    MarkovCorpusOptions co;
-    co.vocab = mo.vocab;
-    co.seed = mo.seed;
+    ex.check_memory(largest, 2, true, runs, corpus_bytes(mo.vocab, o.markov_order, o.text));
+    const MarkovCorpusOptions co{mo.vocab, o.markov_order, o.markov_concentration, mo.seed};
     const Corpus corpus = o.text.empty() ? markov_corpus(co, mo.seq) : text_corpus(o.text);
     std::printf(
         "dynamics: %s (vocab %zu); layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; %s, "
         "lr %g, linear warmup then constant, clip %s; %zu steps; seeds %u..%zu\n",
-        corpus.name.c_str(), corpus.data.vocab(), mo.layers, mo.d_model, mo.heads, mo.batch, mo.seq,
+        (o.text.empty() ? "markov order " + std::to_string(o.markov_order) + ", concentration " + fmt(o.markov_concentration)
+                        : corpus.name).c_str(), corpus.data.vocab(), mo.layers, mo.d_model, mo.heads, mo.batch, mo.seq,
         o.opt.text() == OptimizerSetup{}.text() ? "Adam(0.9, 0.98)" : o.opt.text().c_str(), o.lr,
         o.clip > 0 ? fmt(o.clip).c_str() : "off", o.steps, mo.seed, mo.seed + ex.seeds - 1);
     std::printf(

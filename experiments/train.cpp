@@ -102,7 +102,7 @@ std::string sample(nn::TransformerLM& model, const nn::Dataset& data, std::size_
 // --steps and the evaluation may change on resume; --text is compared by its content.
 const FlagKinds train_flag_kinds = {
     {"--out", "--save", "--resume", "--dump", "--graph", "--sample", "--temperature", "--html", "--html-add",
-     "--snapshot-steps"},
+     "--snapshot-steps", "--seeds"},
     {"--steps", "--eval-every", "--eval-batches"},
     {"--text"}};
 
@@ -155,6 +155,11 @@ Corpus load_corpus(const TrainOptions& o, nn::ModelConfig& config, const std::op
   config.vocab = data.vocab();
   return corpus;
 }
+
+struct Final {
+  double val_loss;  // the final validation loss
+  double gap;       // its distance from the entropy-rate floor (NaN for a text file)
+};
 
 struct Trained {
   double seconds;      // spent training (evaluations included, the final one not)
@@ -214,6 +219,68 @@ Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const Ste
   return {seconds, val, step};
 }
 
+// One run of the flags in `o` with the model `config` (from the checkpoint when resumed): data, model,
+// training, the final figures printed, the outputs written. Returns the final validation loss and its gap.
+Final train_one(Experiment& ex, TrainOptions& o, nn::ModelConfig config, const std::optional<nn::CheckpointInfo>& resumed,
+                Clock::time_point program_start) {
+  nn::ModelConfig largest = config;
+  if (!o.text.empty()) largest.vocab = 256;  // a text file has at most 256 distinct bytes
+  ex.check_memory(largest, o.opt.optimizer == "sgd" ? 1 : 2, ex.html_wanted(), 1, corpus_bytes(config.vocab, o.markov_order, o.text));
+  const Corpus corpus = load_corpus(o, config, resumed);
+  const std::size_t B = ex.model.batch, T = config.context;
+
+  nn::TransformerLM model(config);
+  std::printf("model: %s\n       %zu parameters\n", nn::model_config_json(config).dump(2).c_str(),
+              model.parameter_count());
+  std::unique_ptr<nn::Optimizer> optimizer = o.opt.make(model);
+  const nn::Schedule schedule = o.opt.with_hold({nn::parse_schedule(o.schedule), o.lr, o.warmup, o.schedule_steps, 0.1});
+  std::size_t start = 0;
+  if (resumed) {
+    nn::load_checkpoint(*resumed, model, config, optimizer.get());  // config.json as read above
+    start = resumed->step;
+    std::printf("resumed: %s at step %zu\n", o.resume.c_str(), start);
+  }
+  std::printf("train: %zu steps of B=%zu T=%zu, %s lr %g, %s schedule over %zu steps, warmup %zu, clip %g, weight "
+              "decay %g\n", o.steps, B, T, o.opt.optimizer.c_str(), o.lr, o.schedule.c_str(), o.schedule_steps, o.warmup,
+              o.clip, o.opt.weight_decay);
+  if (o.schedule == "cosine" && o.steps > o.schedule_steps)
+    std::printf("note: the cosine schedule ends at step %zu (--schedule-steps); the steps after it run at 0.1 lr\n",
+                o.schedule_steps);
+  if (o.opt.hold || o.opt.interventions().any() || o.opt.beta1 != 0.9 || o.opt.beta2 != 0.999 || o.opt.eps != 1e-8)
+    std::printf("       %s\n", o.opt.text().c_str());
+  StepSetup setup{&corpus.data, B, T, config.seed, schedule, o.clip};
+  const auto recorder = ex.recorder(nn::placement_name(config) + ", " + o.opt.optimizer + " lr " + fmt(o.lr) +
+                                        ", warmup " + std::to_string(o.warmup), model);
+  setup.recorder = recorder.get();
+  const Trained t = train_loop(model, *optimizer, setup, start, o);
+  if (recorder) {
+    recorder->run().facts = {{"program", "train"}, {"placement", nn::placement_name(config)},
+                             {"optimizer", o.opt.optimizer + ", lr " + fmt(o.lr) + ", " + o.schedule +
+                                               " schedule, warmup " + std::to_string(o.warmup)},
+                             {"steps", std::to_string(start) + " to " + std::to_string(o.steps)},
+                             {"validation loss", fmt(t.val_loss)}};
+    ex.add_run(0, recorder->take());
+  }
+  if (!std::isnan(corpus.floor)) std::printf(", entropy-rate floor %.4f, gap %.4f nats", corpus.floor, t.val_loss - corpus.floor);
+  std::printf("\n       training %.1f s, total %.1f s\n", t.seconds, seconds_since(program_start));
+
+  if (!o.save.empty()) {
+    const nlohmann::json record = train_record(ex, o);
+    nn::save_checkpoint(o.save, "train", model, config, t.steps, optimizer.get(), &record);
+    std::printf("saved: %s (step %zu)\n", o.save.c_str(), t.steps);
+  }
+  if (!o.dump.empty()) {
+    std::mt19937_64 rng = rng_for(config.seed, t.steps, RngPurpose::dump);
+    dump_model(o.dump, model, corpus.data.batch(nn::Split::train, B, T, rng));
+  }
+  if (interrupt_signal() && t.steps < o.steps)
+    throw Interrupted(interrupt_signal(), t.steps, " of " + std::to_string(o.steps) +
+                      (o.save.empty() ? "" : "; saved the checkpoint of step " + std::to_string(t.steps) + " to " +
+                                                 o.save + " (continue: train --resume " + o.save + ")"));
+  if (o.sample > 0) std::printf("sample:\n%s\n", sample(model, corpus.data, o.sample, o.temperature, config.seed).c_str());
+  return {t.val_loss, t.val_loss - corpus.floor};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,9 +313,16 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--dump", o.dump, "write weights, gradients, batch and loss of one fresh batch to this directory");
   add_flag(ex.app, "--sample", o.sample, "print this many generated characters after training");
   add_flag(ex.app, "--temperature", o.temperature, "sampling temperature");
+  ex.seeds = 1;
+  add_flag(ex.app, "--seeds", ex.seeds, "train seeds --seed .. --seed + N - 1 in turn and print the mean ± sd of the "
+           "final validation loss and gap (outputs, --resume and --sample take one seed)");
   ex.add_html_flags();
   ex.dump_at_init = false;
   return ex.main(argc, argv, [&] {
+    if (ex.seeds > 1)
+      for (const char* one_run : {"--out", "--save", "--resume", "--dump", "--html", "--html-add", "--sample"})
+        if (ex.app.get_option(one_run)->count() > 0)
+          throw FlagError(std::string(one_run) + " is of one run; leave it out of --seeds " + std::to_string(ex.seeds));
     // Every output is checked before any work: nothing the program did not write is replaced.
     if (!o.out.empty()) nn::claim_output_dir(o.out, "--out", {"train", "out"});
     if (!o.save.empty()) nn::check_output_dir(o.save, "--save", {"train", "checkpoint"});
@@ -261,60 +335,24 @@ int main(int argc, char** argv) {
     }
     if (o.schedule_steps == 0) o.schedule_steps = o.steps;  // recorded so: a resumed run keeps the schedule
     nn::ModelConfig config = resumed ? resumed->config : ex.model.config();  // its seed too: data and batches
-    nn::ModelConfig largest = config;
-    if (!o.text.empty()) largest.vocab = 256;  // a text file has at most 256 distinct bytes
-    ex.check_memory(largest, o.opt.optimizer == "sgd" ? 1 : 2, ex.html_wanted(), 1, corpus_bytes(config.vocab, o.markov_order, o.text));
-    const Corpus corpus = load_corpus(o, config, resumed);
-    const std::size_t B = ex.model.batch, T = config.context;
-
-    nn::TransformerLM model(config);
-    std::printf("model: %s\n       %zu parameters\n", nn::model_config_json(config).dump(2).c_str(),
-                model.parameter_count());
-    std::unique_ptr<nn::Optimizer> optimizer = o.opt.make(model);
-    const nn::Schedule schedule = o.opt.with_hold({nn::parse_schedule(o.schedule), o.lr, o.warmup, o.schedule_steps, 0.1});
-    std::size_t start = 0;
-    if (resumed) {
-      nn::load_checkpoint(*resumed, model, config, optimizer.get());  // config.json as read above
-      start = resumed->step;
-      std::printf("resumed: %s at step %zu\n", o.resume.c_str(), start);
+    if (ex.seeds == 1) {
+      train_one(ex, o, config, resumed, program_start);
+      return;
     }
-    std::printf("train: %zu steps of B=%zu T=%zu, %s lr %g, %s schedule over %zu steps, warmup %zu, clip %g, weight "
-                "decay %g\n", o.steps, B, T, o.opt.optimizer.c_str(), o.lr, o.schedule.c_str(), o.schedule_steps, o.warmup,
-                o.clip, o.opt.weight_decay);
-    if (o.schedule == "cosine" && o.steps > o.schedule_steps)
-      std::printf("note: the cosine schedule ends at step %zu (--schedule-steps); the steps after it run at 0.1 lr\n",
-                  o.schedule_steps);
-    if (o.opt.hold || o.opt.interventions().any() || o.opt.beta1 != 0.9 || o.opt.beta2 != 0.999 || o.opt.eps != 1e-8)
-      std::printf("       %s\n", o.opt.text().c_str());
-    StepSetup setup{&corpus.data, B, T, config.seed, schedule, o.clip};
-    const auto recorder = ex.recorder(nn::placement_name(config) + ", " + o.opt.optimizer + " lr " + fmt(o.lr) +
-                                          ", warmup " + std::to_string(o.warmup), model);
-    setup.recorder = recorder.get();
-    const Trained t = train_loop(model, *optimizer, setup, start, o);
-    if (recorder) {
-      recorder->run().facts = {{"program", "train"}, {"placement", nn::placement_name(config)},
-                               {"optimizer", o.opt.optimizer + ", lr " + fmt(o.lr) + ", " + o.schedule +
-                                                 " schedule, warmup " + std::to_string(o.warmup)},
-                               {"steps", std::to_string(start) + " to " + std::to_string(o.steps)},
-                               {"validation loss", fmt(t.val_loss)}};
-      ex.add_run(0, recorder->take());
+    // --seeds N: the same run for seeds --seed .. --seed + N - 1 (init, data and batches), then the
+    // mean and standard deviation of the final figures.
+    std::vector<double> losses, gaps;
+    for (unsigned seed : ex.seed_list()) {
+      config.seed = seed;
+      std::printf("\n== seed %u ==\n", seed);
+      const Final f = train_one(ex, o, config, resumed, program_start);
+      losses.push_back(f.val_loss);
+      gaps.push_back(f.gap);
+      if (interrupt_signal()) break;
     }
-    if (!std::isnan(corpus.floor)) std::printf(", entropy-rate floor %.4f, gap %.4f nats", corpus.floor, t.val_loss - corpus.floor);
-    std::printf("\n       training %.1f s, total %.1f s\n", t.seconds, seconds_since(program_start));
-
-    if (!o.save.empty()) {
-      const nlohmann::json record = train_record(ex, o);
-      nn::save_checkpoint(o.save, "train", model, config, t.steps, optimizer.get(), &record);
-      std::printf("saved: %s (step %zu)\n", o.save.c_str(), t.steps);
-    }
-    if (!o.dump.empty()) {
-      std::mt19937_64 rng = rng_for(config.seed, t.steps, RngPurpose::dump);
-      dump_model(o.dump, model, corpus.data.batch(nn::Split::train, B, T, rng));
-    }
-    if (interrupt_signal() && t.steps < o.steps)
-      throw Interrupted(interrupt_signal(), t.steps, " of " + std::to_string(o.steps) +
-                        (o.save.empty() ? "" : "; saved the checkpoint of step " + std::to_string(t.steps) + " to " +
-                                                   o.save + " (continue: train --resume " + o.save + ")"));
-    if (o.sample > 0) std::printf("sample:\n%s\n", sample(model, corpus.data, o.sample, o.temperature, config.seed).c_str());
+    std::printf("\nover %zu seeds (%u..%u, mean ± sd): validation loss %s", losses.size(), ex.seed_list().front(),
+                ex.seed_list().front() + static_cast<unsigned>(losses.size()) - 1, fmt(stat_of(losses), 4).c_str());
+    if (std::isfinite(gaps.front())) std::printf(", gap %s nats", fmt(stat_of(gaps), 4).c_str());
+    std::printf("\n");
   });
 }

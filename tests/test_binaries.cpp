@@ -329,3 +329,31 @@ TEST_CASE("the zoo's axis flags (norm, residual, mixln-post, dyt-alpha) set what
   REQUIRE(config.find("\"dyt_alpha\": 0.25") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("train --seeds N: the mean and sd of the final figures are those of the N one-seed runs", "[binaries]") {
+  const std::string flags = " --steps 6 --eval-every 0 --eval-batches 2 --d-model 8 --heads 2 --seq 8 --batch 4 --layers 1";
+  auto number_after = [](const std::string& text, const std::string& label) {
+    const std::size_t at = text.rfind(label);
+    REQUIRE(at != std::string::npos);
+    return std::stod(text.substr(at + label.size()));
+  };
+  std::vector<double> losses;
+  for (const char* seed : {"4", "5", "6"}) {
+    const Result one = run(path_of("train"), std::string("--seed ") + seed + flags);
+    REQUIRE(one.status == 0);
+    losses.push_back(number_after(one.out, "final: validation loss "));
+  }
+  const Result three = run(path_of("train"), "--seed 4 --seeds 3" + flags);
+  INFO(three.out << three.err);
+  REQUIRE(three.status == 0);
+  REQUIRE(three.out.find("over 3 seeds (4..6, mean ± sd)") != std::string::npos);
+  const double mean = (losses[0] + losses[1] + losses[2]) / 3.0;
+  double var = 0.0;
+  for (double l : losses) var += (l - mean) * (l - mean) / 2.0;  // the sample sd, as stat_of
+  const std::string summary = three.out.substr(three.out.find("over 3 seeds"));
+  REQUIRE(number_after(summary, "validation loss ") == Approx(mean).margin(5e-4));
+  const std::string loss_part = summary.substr(0, summary.find(", gap"));
+  REQUIRE(number_after(loss_part, "± ") == Approx(std::sqrt(var)).epsilon(0.05).margin(5e-4));
+  REQUIRE(losses[0] != losses[1]);  // the seeds differ
+  require_refused(run(path_of("train"), "--seeds 2 --save ck" + flags), 2, "train", {"--save", "--seeds 2"});
+}
