@@ -21,6 +21,10 @@
 //                   Jacobian above predicts at most about |g|/sigma, printed beside it as 1/RMS(input)
 //   output move     RMS over the probe batch of logits(after update t) - logits(before update t), on a
 //                   fixed held-out probe batch
+//   update ratio    |W after update t - W before| / |W before| per group: the embedding, each block's
+//                   attention, MLP and rest (norms, residual scalars), the output (steps.csv only)
+//   attention entropy  of each head's weights in the forward pass before update t, mean over the batch
+//                   and query positions (steps.csv only)
 //
 // The defaults are the warmup grid's model and corpus (6 layers, d 32, the Markov corpus, Adam(0.9, 0.98))
 // at lr 1e-2: in warmup's default grid the smallest learning rate at which Post-LN without warmup ends
@@ -99,7 +103,9 @@ Record run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const D
     if (!std::isfinite(r.loss)) break;
     read_tape(model, r);
     if (rec) rec->record_pass(step, Tape::current(), r.loss);
+    const std::vector<Array> weights_before = parameter_values(model);
     const Update u = apply_update(*optimizer, schedule, step, o.clip);
+    r.update_ratio = update_ratios(weights_before, model);
     if (rec) rec->record_update(step);
     r.lr = u.lr;
     r.grad_norm = u.grad_norm;
@@ -345,6 +351,10 @@ void write_steps_csv(const Runs& runs, const ModelOptions& mo, unsigned seed0, c
   for (const std::string& n : layer_names(mo.layers)) cols.push_back("grad_" + n);
   for (const std::string& n : ln_cols) cols.push_back("ln_in_rms_" + n);
   for (const std::string& n : ln_cols) cols.push_back("ln_gain_" + n);
+  for (const std::string& n : update_group_names(mo.layers)) cols.push_back("update_ratio_" + n);
+  for (std::size_t b = 0; b < mo.layers; ++b)
+    for (std::size_t h = 0; h < mo.heads; ++h)
+      cols.push_back("att_entropy_b" + std::to_string(b) + "h" + std::to_string(h));
   Table t(cols);
   for (const auto& [k, tr] : runs)
     for (std::size_t s = 0; s < tr.size(); ++s)
@@ -356,6 +366,8 @@ void write_steps_csv(const Runs& runs, const ModelOptions& mo, unsigned seed0, c
         for (double g : r.layer_grad) row.push_back(fmt(g, 7));
         for (std::size_t j = 0; j < max_ln; ++j) row.push_back(j < r.ln_rms.size() ? fmt(r.ln_rms[j], 7) : "");
         for (std::size_t j = 0; j < max_ln; ++j) row.push_back(j < r.ln_gain.size() ? fmt(r.ln_gain[j], 7) : "");
+        for (double u : r.update_ratio) row.push_back(fmt(u, 7));
+        for (double e : r.att_entropy) row.push_back(fmt(e, 7));
         t.add_row(row);
       }
   t.write_csv(dir / "steps.csv");

@@ -53,6 +53,65 @@ std::vector<double> layer_grad_norms(const nn::TransformerLM& model) {
   return sq;
 }
 
+std::size_t update_group(const std::string& name, std::size_t layers) {
+  const std::size_t layer = layer_group(name, layers);
+  if (layer == 0) return 0;
+  if (layer == layers + 1) return 3 * layers + 1;
+  const std::size_t first = 1 + 3 * (layer - 1);
+  if (name.find(".attn.") != std::string::npos) return first;
+  if (name.find(".mlp.") != std::string::npos) return first + 1;
+  return first + 2;
+}
+
+std::vector<std::string> update_group_names(std::size_t layers) {
+  std::vector<std::string> names = {"emb"};
+  for (std::size_t i = 0; i < layers; ++i)
+    for (const char* part : {".attn", ".mlp", ".rest"}) names.push_back(("b" + std::to_string(i)) += part);
+  names.push_back("out");
+  return names;
+}
+
+std::vector<Array> parameter_values(const nn::TransformerLM& model) {
+  std::vector<Array> values;
+  for (const nn::NamedParameter& p : model.named_parameters()) values.push_back(p.parameter.value());
+  return values;
+}
+
+std::vector<double> update_ratios(const std::vector<Array>& before, const nn::TransformerLM& model) {
+  const std::size_t L = model.config.layers;
+  std::vector<double> moved(3 * L + 2, 0.0), size(3 * L + 2, 0.0);  // squared norms per group
+  const std::vector<nn::NamedParameter> params = model.named_parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const std::size_t g = update_group(params[i].name, L);
+    const Array delta = params[i].parameter.value() - before.at(i);
+    const double step = norm(delta), w = norm(before[i]);
+    moved[g] += step * step;
+    size[g] += w * w;
+  }
+  std::vector<double> ratios;
+  for (std::size_t g = 0; g < moved.size(); ++g) ratios.push_back(size[g] > 0 ? std::sqrt(moved[g] / size[g]) : NAN);
+  return ratios;
+}
+
+std::vector<double> attention_entropy(const nn::TransformerLM& model) {
+  std::vector<double> entropy;
+  for (const auto& block : model.blocks) {
+    const Array& att = block->attn.last_att.value();  // (B, H, T, T), row t is zero after column t
+    const std::size_t B = att.shape(0), H = att.shape(1), T = att.shape(2);
+    for (std::size_t h = 0; h < H; ++h) {
+      double sum = 0.0;
+      for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t)
+          for (std::size_t s = 0; s <= t; ++s) {
+            const double a = att(b, h, t, s);
+            if (a > 0) sum -= a * std::log(a);
+          }
+      entropy.push_back(sum / static_cast<double>(B * T));
+    }
+  }
+  return entropy;
+}
+
 // The logits on the probe batch, with the model as it is now.
 Array probe_logits(nn::TransformerLM& model, const nn::Batch& probe) {
   Tape& tape = Tape::current();
@@ -80,6 +139,7 @@ void read_tape(const nn::TransformerLM& model, StepRecord& r) {
     r.ln_rms.push_back(rms(s.in.value()));
     r.ln_gain.push_back(through_ln(s) / norm(s.out.grad()));
   }
+  r.att_entropy = attention_entropy(model);
 }
 
 Record to_record(const std::vector<StepRecord>& steps) {
@@ -93,6 +153,8 @@ Record to_record(const std::vector<StepRecord>& steps) {
     for (std::size_t j = 0; j < s.layer_grad.size(); ++j) r.push("grad." + std::to_string(j), s.layer_grad[j]);
     for (std::size_t j = 0; j < s.ln_rms.size(); ++j) r.push("ln_rms." + std::to_string(j), s.ln_rms[j]);
     for (std::size_t j = 0; j < s.ln_gain.size(); ++j) r.push("ln_gain." + std::to_string(j), s.ln_gain[j]);
+    for (std::size_t j = 0; j < s.update_ratio.size(); ++j) r.push("update." + std::to_string(j), s.update_ratio[j]);
+    for (std::size_t j = 0; j < s.att_entropy.size(); ++j) r.push("att_entropy." + std::to_string(j), s.att_entropy[j]);
   }
   return r;
 }
@@ -107,6 +169,9 @@ std::vector<StepRecord> steps_of(const Record& r) {
     for (std::size_t j = 0; r.has("grad." + std::to_string(j)); ++j) s.layer_grad.push_back(column("grad." + std::to_string(j), i));
     for (std::size_t j = 0; r.has("ln_rms." + std::to_string(j)); ++j) s.ln_rms.push_back(column("ln_rms." + std::to_string(j), i));
     for (std::size_t j = 0; r.has("ln_gain." + std::to_string(j)); ++j) s.ln_gain.push_back(column("ln_gain." + std::to_string(j), i));
+    for (std::size_t j = 0; r.has("update." + std::to_string(j)); ++j) s.update_ratio.push_back(column("update." + std::to_string(j), i));
+    for (std::size_t j = 0; r.has("att_entropy." + std::to_string(j)); ++j)
+      s.att_entropy.push_back(column("att_entropy." + std::to_string(j), i));
   }
   return steps;
 }

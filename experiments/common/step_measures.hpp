@@ -35,17 +35,37 @@ std::vector<double> layer_grad_norms(const nn::TransformerLM& model);
 // The logits on the probe batch, with the model as it is now (no gradient; resets the current tape).
 Array probe_logits(nn::TransformerLM& model, const nn::Batch& probe);
 
+// Update groups: 0 the input embedding; for block i, 1 + 3i its attention (q, k, v, o), 2 + 3i its MLP
+// (fc1, fc2), 3 + 3i the rest (its norms' gains and biases, and residual scalars: rezero, admin, peri);
+// 3L + 1 the output (ln_f, head).
+std::size_t update_group(const std::string& name, std::size_t layers);
+std::vector<std::string> update_group_names(std::size_t layers);  // "emb", "b0.attn", "b0.mlp", "b0.rest", ..., "out"
+
+// The value of every parameter, in named_parameters() order: the "before" of update_ratios.
+std::vector<Array> parameter_values(const nn::TransformerLM& model);
+// |W_now - W_before| / |W_before| of each update group (Frobenius norms over the group's parameters);
+// NaN for a group whose |W_before| is 0.
+std::vector<double> update_ratios(const std::vector<Array>& before, const nn::TransformerLM& model);
+
+// The entropy (nats) of each head's attention weights in the last forward pass, -sum_s a_ts log a_ts,
+// averaged over the batch and the query positions t (position t attends to t + 1 keys, so uniform
+// attention gives the mean over t of log(t + 1)): [block 0 head 0, block 0 head 1, ..., block L-1 head H-1].
+std::vector<double> attention_entropy(const nn::TransformerLM& model);
+
 struct StepRecord {
   double loss = NAN, lr = NAN, grad_norm = NAN, output_move = NAN;
-  std::vector<double> layer_grad;  // [emb, block 0..L-1, out]
-  std::vector<double> ln_rms;      // per LN site
-  std::vector<double> ln_gain;     // |dL/d in| / |dL/d out| per LN site
+  std::vector<double> layer_grad;    // [emb, block 0..L-1, out]
+  std::vector<double> ln_rms;        // per LN site
+  std::vector<double> ln_gain;       // |dL/d in| / |dL/d out| per LN site
+  std::vector<double> update_ratio;  // per update group: |delta W| / |W| of this step's update
+  std::vector<double> att_entropy;   // per block and head, of this step's forward pass
 };
 
 // |dL/dx| of the part of x's gradient that came back through the LN alone (needs keep_contributions).
 double through_ln(const LnSite& s);
 
-// What the forward and backward pass of this step left on the tape: layer_grad, ln_rms, ln_gain.
+// What the forward and backward pass of this step left on the tape: layer_grad, ln_rms, ln_gain,
+// att_entropy.
 void read_tape(const nn::TransformerLM& model, StepRecord& r);
 
 // A run's steps as a grid cell's record (one list per field: "loss", "grad.0", "ln_rms.1", ...) and back.
