@@ -293,6 +293,41 @@ void report(const Scan& s, const std::filesystem::path& out) {
               out.string().c_str());
 }
 
+// One seed's order-2 Markov corpus over `vocab` tokens, long enough for `steps` training batches.
+nn::Dataset seed_corpus(std::size_t vocab, std::size_t B, std::size_t T, std::size_t steps, unsigned seed) {
+  nn::MarkovOptions markov;
+  markov.vocab = vocab;
+  markov.seed = seed;
+  const nn::MarkovChain chain(markov);
+  return nn::markov_dataset(chain, std::max<std::size_t>(steps * B * (T + 1), 4 * B * (T + 1)) + 1024,
+                            4 * B * (T + 1) + 1024, seed);
+}
+
+// --html: a recorder of the first seed's training steps, with the measured pass (as step `steps`)
+// always a snapshot.
+std::unique_ptr<explorer::RunRecorder> pass_recorder(Experiment& ex, const std::string& name, nn::TransformerLM& model,
+                                                     std::size_t steps) {
+  explorer::RecorderOptions ro = ex.html.recorder();
+  ro.snapshot_steps.push_back(steps);
+  sort_unique(ro.snapshot_steps);
+  return std::make_unique<explorer::RunRecorder>(name, model, ro);
+}
+
+// The pass measure() made, again on a tape of its own, recorded for the page.
+explorer::Run record_measured_pass(explorer::RunRecorder& rec, nn::TransformerLM& model, const nn::Batch& batch,
+                                   std::size_t steps, const std::string& name) {
+  Tape tape;
+  TapeScope scope(tape);
+  tape.keep_contributions = true;
+  const double loss = forward_backward(model, batch);
+  rec.record_pass(steps, tape, loss);
+  rec.run().facts = {{"program", "stream"}, {"run", name},
+                     {"what", steps ? "Adam steps 0.." + std::to_string(steps - 1) + ", then the measured pass (step " +
+                                          std::to_string(steps) + ")"
+                                    : "the measured pass at initialization (step 0)"}};
+  return rec.take();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -342,12 +377,7 @@ int main(int argc, char** argv) {
     std::vector<nn::Batch> batches;
     if (ex.merge.empty())
       for (unsigned seed : ex.seed_list()) {
-        nn::MarkovOptions markov;
-        markov.vocab = mo.vocab;
-        markov.seed = seed;
-        const nn::MarkovChain chain(markov);
-        data.push_back(nn::markov_dataset(chain, std::max<std::size_t>(steps * B * (T + 1), 4 * B * (T + 1)) + 1024,
-                                          4 * B * (T + 1) + 1024, seed));
+        data.push_back(seed_corpus(mo.vocab, B, T, steps, seed));
         std::mt19937_64 rng(seed);
         batches.push_back(data.back().batch(nn::Split::validation, B, T, rng));
       }
@@ -364,31 +394,15 @@ int main(int argc, char** argv) {
           const nn::Dataset& corpus = data[c["seed"]];
           // --html: the first seed's training steps, and the measured pass as step `steps`, always a snapshot
           std::unique_ptr<explorer::RunRecorder> rec;
-          if (ex.html_wanted() && c["seed"] == 0) {
-            explorer::RecorderOptions ro = ex.html.recorder();
-            ro.snapshot_steps.push_back(steps);
-            sort_unique(ro.snapshot_steps);
-            rec = std::make_unique<explorer::RunRecorder>(grid.describe(c.index), model, ro);
-          }
+          if (ex.html_wanted() && c["seed"] == 0) rec = pass_recorder(ex, grid.describe(c.index), model, steps);
           StepSetup setup{&corpus, B, T, o.seed, {nn::ScheduleKind::warmup, lr, warmup, steps}, 0.0};
           setup.recorder = rec.get();
           if (steps) train(model, corpus, setup, steps);
           Record r = measure(model, batches[c["seed"]]);
           if (!ex.dump.empty() && c["seed"] == 0)
-            dump_model((std::filesystem::path(ex.dump) / (o.placement + "-L" + std::to_string(o.layers))).string(), model,
+            dump_model((std::filesystem::path(ex.dump) / (file_part(o.placement) + "-L" + std::to_string(o.layers))).string(), model,
                        dump_batch(dump_corpus(o.vocab, B, T, o.seed), B, T, o.seed));
-          if (rec) {  // the pass measure() made, again on a tape of its own, for the page
-            Tape tape;
-            TapeScope scope(tape);
-            tape.keep_contributions = true;
-            const double loss = forward_backward(model, batches[c["seed"]]);
-            rec->record_pass(steps, tape, loss);
-            rec->run().facts = {{"program", "stream"}, {"run", grid.describe(c.index)},
-                                {"what", steps ? "Adam steps 0.." + std::to_string(steps - 1) +
-                                                     ", then the measured pass (step " + std::to_string(steps) + ")"
-                                               : "the measured pass at initialization (step 0)"}};
-            ex.add_run(c.index, rec->take());
-          }
+          if (rec) ex.add_run(c.index, record_measured_pass(*rec, model, batches[c["seed"]], steps, grid.describe(c.index)));
           return r;
         });
     const double measure_seconds = seconds_since(program_start);
