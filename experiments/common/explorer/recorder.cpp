@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -81,14 +83,21 @@ namespace {
 // Graphviz's SVG of a DOT text, without the XML prologue and comments. Throws gs::Error if dot fails.
 std::string render_svg(const std::string& dot) {
   namespace fs = std::filesystem;
-  static std::atomic<unsigned> counter{0};
-  const fs::path tmp = fs::temp_directory_path() / ("gradscope-explorer-" + std::to_string(::getpid()) + "-" +
-                                                    std::to_string(counter++) + ".dot");
-  {
-    std::ofstream out(tmp);
-    out << dot;
-    if (!out) throw Error("explorer: cannot write " + tmp.string());
+  // mkstemps creates a new file under a fresh name (O_EXCL): the remove below deletes only that file.
+  std::string name = (fs::temp_directory_path() / "gradscope-explorer-XXXXXX.dot").string();
+  const int fd = ::mkstemps(name.data(), 4);
+  if (fd < 0) throw Error("explorer: cannot create a temporary file " + name + ": " + std::strerror(errno));
+  const fs::path tmp = name;
+  for (std::size_t done = 0; done < dot.size();) {
+    const ssize_t wrote = ::write(fd, dot.data() + done, dot.size() - done);
+    if (wrote <= 0) {
+      ::close(fd);
+      fs::remove(tmp);
+      throw Error("explorer: cannot write " + tmp.string());
+    }
+    done += static_cast<std::size_t>(wrote);
   }
+  ::close(fd);
   const std::string command = "dot -Tsvg '" + tmp.string() + "' 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   std::string svg;
