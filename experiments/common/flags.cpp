@@ -197,7 +197,7 @@ std::string problem(const Range& r, double type_max, std::string& text) {
       if (::stat(text.c_str(), &s) != 0 || !S_ISREG(s.st_mode)) return bad;
       if (static_cast<std::uintmax_t>(s.st_size) > max_text_bytes)
         return "'" + text + "' has " + std::to_string(s.st_size) + " bytes, more than the " +
-               std::to_string(max_text_bytes >> 20) + " MiB a text corpus may have";
+               std::to_string(max_text_bytes >> 20) + " MiB this flag reads";
       return "";
     }
     case Range::Kind::directory:
