@@ -46,7 +46,7 @@ struct GridOptions {
   std::vector<double> lrs = {1e-3, 1e-2};
   std::vector<std::size_t> warmups = {0, 50};
   std::size_t steps = 120;
-  std::size_t every = 15;
+  std::size_t every = 24;  // 6 measurements of 120 steps: the budget of a few minutes on 2 cores
   std::size_t eval_batches = 10;
   double margin = 0.05;
   LanczosOptions lanczos{1, 20, 1e-3, 1};
@@ -314,12 +314,12 @@ Series mean_curve(const std::vector<const Record*>& runs, const std::string& nam
 
 void draw_plots(const Cells& g, std::size_t blocks, const std::filesystem::path& dir) {
   const GridOptions& go = g.go;
-  for (const View& v : {View{"H", "lambda_max(H)", "", sgd_threshold}, View{"P", "lambda_max(P^-1/2 H P^-1/2)", "", adam_threshold(beta1)}})
+  for (const View& v : {View{"H", "lambda_max(H)", "", sgd_threshold}, View{"P", "lambda_max(P^-1/2 H P^-1/2)", "", adam_threshold(beta1)}}) {
+    const std::string ylabel = v.name + ", mean over seeds (log scale)";
     for (const std::string& p : g.placements)
       for (double lr : go.lrs) {
-        Plot plot{p + ", lr " + lr_text(lr) + ": " + v.name + " of the whole model, and the threshold " + fmt(v.threshold) +
-                      " / lr_s (mean over seeds)",
-                  "step", v.name + " (log scale)", false, true, {}};
+        Plot plot{p + ", lr " + lr_text(lr) + ": " + v.name + ", whole model, vs " + fmt(v.threshold) + " / lr_s",
+                  "step", ylabel, false, true, {}};
         for (std::size_t w : go.warmups) {
           const auto runs = g.at(p, w, lr);
           plot.series.push_back(mean_curve(runs, v.key + "0", v.name + ", warmup " + std::to_string(w), false));
@@ -328,6 +328,7 @@ void draw_plots(const Cells& g, std::size_t blocks, const std::filesystem::path&
         drop_nonpositive(plot.series);
         draw(plot, dir, (v.key == "H" ? "lambda_" : "adam_") + file_part(p) + "_lr" + lr_text(lr));
       }
+  }
   Plot rates{"learning rate lr_s of the step taken from step s", "step", "lr (log scale)", false, true, {}};
   for (double lr : go.lrs)
     for (std::size_t w : go.warmups) {
@@ -341,8 +342,8 @@ void draw_plots(const Cells& g, std::size_t blocks, const std::filesystem::path&
     }
   draw(rates, dir, "lr_schedule");
   for (const std::string& p : g.placements) {
-    Plot plot{p + ": lambda_max(H) per block at init and at the last measured step (mean over seeds)", "block",
-              "lambda_max(H) (log scale)", false, true, {}};
+    Plot plot{p + ": lambda_max(H) per block, at init and at the last step", "block",
+              "lambda_max(H), mean over seeds (log scale)", false, true, {}};
     auto per_block = [&](const std::vector<const Record*>& runs, bool last, std::string title) {
       Series s{std::move(title), {}, {}, {}};
       for (std::size_t b = 0; b < blocks; ++b) {
@@ -453,10 +454,11 @@ int main(int argc, char** argv) {
     const Corpus corpus = markov_corpus(co, mo.seq);
     const std::vector<CurvatureScope> scopes = curvature_scopes(nn::TransformerLM(mo.config()));
     const std::size_t measured = measured_steps(go).size();
+    std::string at;
+    for (std::size_t k : measured_steps(go)) at += (at.empty() ? "" : ", ") + std::to_string(k);
     std::printf("sharpness: %zu runs (%zu placements x %zu lrs x %zu warmups x %zu seeds), %zu steps each, measured at "
-                "%zu steps (0, %zu, ..., %zu)\n",
-                runs, ex.placements.size(), go.lrs.size(), go.warmups.size(), ex.seeds, go.steps, measured, go.every,
-                measured_steps(go).back());
+                "%zu steps (%s)\n",
+                runs, ex.placements.size(), go.lrs.size(), go.warmups.size(), ex.seeds, go.steps, measured, at.c_str());
     std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu; Markov corpus "
                 "(vocab %zu, order %zu); Adam(%g, 0.98, eps 1e-8), linear warmup then constant lr; %u parallel jobs\n",
                 mo.layers, mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.vocab,
