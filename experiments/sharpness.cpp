@@ -25,6 +25,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
 
 #include "engine/engine.hpp"
 #include "experiments/common/curvature.hpp"
@@ -46,7 +50,7 @@ struct GridOptions {
   std::vector<double> lrs = {1e-3, 1e-2};
   std::vector<std::size_t> warmups = {0, 50};
   std::size_t steps = 120;
-  std::size_t every = 24;  // 6 measurements of 120 steps: the budget of a few minutes on 2 cores
+  std::size_t every = 30;  // 5 measurements of 120 steps: the budget of a few minutes on 2 cores
   std::size_t eval_batches = 10;
   double margin = 0.05;
   LanczosOptions lanczos{1, 20, 1e-3, 1};
@@ -111,40 +115,96 @@ void set_values(std::vector<Parameter> params,  // handles: copies share the val
   for (std::size_t i = 0; i < params.size(); ++i) params[i].value() = values[i];
 }
 
-Record run_one(const ModelOptions& m, const Corpus& corpus, double lr, std::size_t warmup, const GridOptions& go,
-               Tick& tick) {
-  nn::TransformerLM model(m.config());
-  nn::Adam adam(model.named_parameters(), nn::AdamOptions{beta1, 0.98, 1e-8, 0.0, false});
-  const nn::Schedule schedule{nn::ScheduleKind::warmup, lr, warmup, go.steps, 0.1};
-  const StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0};
-  std::mt19937_64 rng = rng_for(m.seed, 0, RngPurpose::probe);
-  const nn::Batch batch = corpus.data.batch(nn::Split::validation, m.batch, m.seq, rng);
-  const std::vector<CurvatureScope> scopes = curvature_scopes(model);
-  const std::vector<Parameter> params = parameter_handles(model);
-  Record r;
-  Measurer measure{model, batch, scopes, go.lanczos, r, tick};
-  std::size_t blew_up = 0;
-  for (std::size_t s = 0; s <= go.steps && blew_up == 0; ++s) {
-    const bool measured = s % go.every == 0;
-    if (measured) {
-      r.push("steps", static_cast<double>(s));
-      r.push("lr", schedule.lr(s));
-      r.push("loss", measure.loss());
-      measure.H(s);
-      if (s > 0) measure.P(s, adam.preconditioner());
+// The measurements at step 0 depend on the placement and the seed only: the model, the batch and the
+// first update's P = |g_0| + eps are the same at every lr and warmup (those act from the first update
+// on). Each is made once, by the first cell that needs it, and shared by the others (bit for bit what
+// each cell would have measured, so a shard's numbers do not depend on which cells it holds).
+class InitMeasurements {
+ public:
+  Record get(const std::string& key, const std::function<Record()>& measure) {
+    std::promise<Record> promise;
+    std::shared_future<Record> result;
+    bool mine = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = made_.find(key);
+      if (it == made_.end()) {
+        result = made_[key] = promise.get_future().share();
+        mine = true;
+      } else {
+        result = it->second;
+      }
     }
-    if (s == go.steps) break;
-    const std::vector<Array> before = s == 0 ? values_of(params) : std::vector<Array>{};
-    const StepResult step = train_step(model, adam, setup, s);
-    if (!step.finite()) blew_up = s + 1;
-    if (s == 0 && blew_up == 0) {  // lambda_P at the initial parameters with P of the first update
-      const std::vector<Array> after = values_of(params);
-      set_values(params, before);
-      measure.P(0, adam.preconditioner());
-      set_values(params, after);
+    if (mine) {
+      try {
+        promise.set_value(measure());
+      } catch (...) {
+        promise.set_exception(std::current_exception());
+      }
+    }
+    return result.get();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::shared_future<Record>> made_;
+};
+
+struct Run {
+  nn::TransformerLM model;
+  nn::Adam adam;
+  nn::Schedule schedule;
+  StepSetup setup;
+  nn::Batch batch;  // the measurement batch: one held-out batch of the seed
+  Run(const ModelOptions& m, const Corpus& corpus, double lr, std::size_t warmup, std::size_t steps)
+      : model(m.config()),
+        adam(model.named_parameters(), nn::AdamOptions{beta1, 0.98, 1e-8, 0.0, false}),
+        schedule{nn::ScheduleKind::warmup, lr, warmup, steps, 0.1},
+        setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0} {
+    std::mt19937_64 rng = rng_for(m.seed, 0, RngPurpose::probe);
+    batch = corpus.data.batch(nn::Split::validation, m.batch, m.seq, rng);
+  }
+};
+
+// Step 0: "loss", H<j> at the initial parameters, and P<j> with P of the first update (at the
+// initial parameters too), unless the first step's loss was NaN/Inf.
+Record measure_init(const ModelOptions& m, const Corpus& corpus, const GridOptions& go, Tick& tick) {
+  Run run(m, corpus, go.lrs[0], 0, go.steps);
+  const std::vector<CurvatureScope> scopes = curvature_scopes(run.model);
+  const std::vector<Parameter> params = parameter_handles(run.model);
+  Record r;
+  Measurer measure{run.model, run.batch, scopes, go.lanczos, r, tick};
+  r.push("loss", measure.loss());
+  measure.H(0);
+  const std::vector<Array> before = values_of(params);
+  if (train_step(run.model, run.adam, run.setup, 0).finite()) {
+    set_values(params, before);
+    measure.P(0, run.adam.preconditioner());
+  }
+  return r;
+}
+
+Record run_one(const ModelOptions& m, const Corpus& corpus, double lr, std::size_t warmup, const GridOptions& go,
+               const Record& init, Tick& tick) {
+  Run run(m, corpus, lr, warmup, go.steps);
+  const std::vector<CurvatureScope> scopes = curvature_scopes(run.model);
+  Record r = init;
+  r.push("steps", 0.0);
+  r.push("lr", run.schedule.lr(0));
+  Measurer measure{run.model, run.batch, scopes, go.lanczos, r, tick};
+  std::size_t blew_up = 0;
+  for (std::size_t s = 0; s < go.steps && blew_up == 0; ++s) {
+    if (!train_step(run.model, run.adam, run.setup, s).finite()) blew_up = s + 1;
+    const std::size_t taken = s + 1;  // updates taken
+    if (blew_up == 0 && taken % go.every == 0) {
+      r.push("steps", static_cast<double>(taken));
+      r.push("lr", run.schedule.lr(taken));
+      r.push("loss", measure.loss());
+      measure.H(taken);
+      measure.P(taken, run.adam.preconditioner());
     }
   }
-  const double final_loss = blew_up ? NAN : evaluate(model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
+  const double final_loss = blew_up ? NAN : evaluate(run.model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
   r.set("final_loss", final_loss);
   r.set("blew_up", static_cast<double>(blew_up));
   r.set("verdict", static_cast<double>(verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, go.margin})));
@@ -479,11 +539,13 @@ int main(int argc, char** argv) {
     grid.axis("placement", ex.placements).axis("warmup", labels(go.warmups)).axis("lr", labels(go.lrs));
     grid.axis("seed", labels(ex.seed_list()));
     const auto cost = [&](const Cell&) { return 2 * scopes.size() * measured; };
+    InitMeasurements init;
     const auto results = ex.run_cells(grid, "lambda_max estimates", cost, [&](const Cell& c, Tick& tick) {
       ModelOptions m = mo;
       m.placement = ex.placements[c["placement"]];
       m.seed = ex.seed_list()[c["seed"]];
-      return run_one(m, corpus, go.lrs[c["lr"]], go.warmups[c["warmup"]], go, tick);
+      const Record at_init = init.get(m.placement + " " + std::to_string(m.seed), [&] { return measure_init(m, corpus, go, tick); });
+      return run_one(m, corpus, go.lrs[c["lr"]], go.warmups[c["warmup"]], go, at_init, tick);
     });
     if (!results) return;
     report(Cells{*results, ex.placements, go}, scopes, ex.seed_list(), ex.out);
