@@ -45,7 +45,6 @@ using namespace gs::experiments;
 
 namespace {
 
-
 // The record of one run: "steps" (measured), "lr" (lr_s at each), "loss" (the measurement batch's loss),
 // per scope j (0 = the model, 1 + i = block i) "H<j>", "P<j>" (lambda_max) and "H<j>.res", "P<j>.res"
 // (the residual |A y - lambda y| / |lambda|; converged when <= --tolerance); "final_loss" (held out),
