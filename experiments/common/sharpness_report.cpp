@@ -258,7 +258,8 @@ void report(const Cells& g, const std::vector<CurvatureScope>& scopes, const std
   std::size_t estimates = 0, unconverged = 0;
   double worst = 0.0;
   const Table rows = rows_table(g, scopes, seeds, g.go.lanczos.tolerance, &estimates, &unconverged, &worst);
-  std::printf("\nLanczos: %zu of %zu estimates met the tolerance %s within %zu products; the largest residual "
+  std::printf("\nLanczos: %zu of the %zu lambda values in sharpness.csv met the tolerance %s within %zu products (step "
+              "0's are shared by the lrs and warmups of a placement and seed); the largest residual "
               "|A y - lambda y| / |lambda| was %s\n",
               estimates - unconverged, estimates, fmt(g.go.lanczos.tolerance).c_str(), g.go.lanczos.max_iterations,
               fmt(worst, 3).c_str());
