@@ -210,8 +210,8 @@ int main(int argc, char** argv) {
                 "Curvature against the edge of stability: lambda_max of the Hessian (SGD view, lr * lambda vs 2) and of "
                 "Adam's preconditioned Hessian (Adam view, lr * lambda vs 38) at init and every --every steps, for the "
                 "whole model and per block; placements x learning rates x warmup x seeds, trained as the warmup grid.\n"
-                "The default grid took 171 s (2m51s wall, --jobs 2) on 2 cores of an AMD EPYC shared with other builds (load "
-                "average 3).",
+                "The default grid took 157 s to 171 s wall (three runs, --jobs 2) on 2 cores of an AMD EPYC shared with other "
+                "builds (load average about 3).",
                 "out/sharpness");
   ex.model = stability_model();
   ex.seeds = 2;
