@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "engine/engine.hpp"
+#include "experiments/common/curvature.hpp"
 #include "experiments/common/flags.hpp"
 #include "experiments/common/harness.hpp"
 #include "experiments/common/training.hpp"
@@ -46,24 +47,6 @@ double median(std::vector<double> v) {
 
 double length_of(const Array& flat) { return std::sqrt(xt::sum(flat * flat)()); }
 
-std::vector<Parameter> handles(nn::TransformerLM& model) {
-  std::vector<Parameter> out;
-  for (const nn::NamedParameter& p : model.named_parameters()) out.push_back(p.parameter);
-  return out;
-}
-
-std::vector<Array> random_direction(const std::vector<Parameter>& like, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<Array> v;
-  for (const Parameter& p : like) {
-    Array a = Array::from_shape(p.shape());
-    for (double& x : a) x = normal(rng);
-    v.push_back(std::move(a));
-  }
-  return v;
-}
-
 void print_lambda(const char* what, const CurvatureResult& r, const CurvatureResult& reference) {
   std::printf("  %-34s %11.6g  %3zu iterations  %6.2f s  residual/lambda %.1e  %s  (vs the 1e-6 run: %.1e relative)\n",
               what, r.lambda_max, r.iterations, r.seconds, r.residual / std::abs(r.lambda_max),
@@ -80,8 +63,8 @@ void run(const std::string& placement, const nn::Batch& batch, int reps, double 
   config.layers = 6;
   nn::apply_placement(config, placement);
   nn::TransformerLM model(config);
-  const std::vector<Parameter> params = handles(model);
-  auto loss = [&] { return model.loss(batch.inputs, batch.targets); };
+  const std::vector<Parameter> params = experiments::parameter_handles(model);
+  const LossFunction loss = experiments::batch_loss(model, batch);
   HessianVectorProduct H(loss, params);
   std::printf("%s-LN: %zu parameters, loss at init %.6f\n", placement.c_str(), H.size(), [&] {
     double L = 0.0;
@@ -90,7 +73,7 @@ void run(const std::string& placement, const nn::Batch& batch, int reps, double 
   }());
 
   std::vector<double> gradient_times, hvp_times;
-  const std::vector<Array> v = random_direction(params, 1);
+  const std::vector<Array> v = experiments::random_direction(params, 1);
   for (int r = 0; r < reps; ++r) {
     auto t0 = Clock::now();
     H.gradient();
@@ -113,7 +96,7 @@ void run(const std::string& placement, const nn::Batch& batch, int reps, double 
     return join_flat(Hh(v));
   };
   const Array half = at_step(h / 2), four = at_step(4 * h);
-  const std::vector<Array> u = random_direction(params, 2);
+  const std::vector<Array> u = experiments::random_direction(params, 2);
   const double uHv = xt::sum(join_flat(u) * hv)(), vHu = xt::sum(join_flat(v) * join_flat(H(u)))();
   std::printf("  h = %.3g (|v| = %.4g, |theta| = %.4g)\n", h, length_of(join_flat(v)), [&] {
     double s = 0.0;

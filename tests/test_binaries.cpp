@@ -172,6 +172,7 @@ TEST_CASE("the number of jobs is capped, and flags that do not go together are r
   require_refused(run(path_of("gradflow"), "--heads 3"), 2, "gradflow", {"--heads 3 does not divide --d-model 64"});
   require_refused(run(path_of("stream"), "--layers 3 --layers-list 2"), 2, "stream", {"--layers-list"});
   require_refused(run(path_of("warmup"), "--steps 5 --window 10"), 2, "warmup", {"--window"});
+  require_refused(run(path_of("sharpness"), "--steps 5 --every 10"), 2, "sharpness", {"--every 10 is more than --steps 5"});
   require_refused(run(path_of("gradflow"), "--shard 1/2 --merge /tmp"), 2, "gradflow", {"--shard", "--merge"});
   require_refused(run(path_of("train"), "--text /dev/zero"), 2, "train", {"--text", "regular file"});
   const fs::path empty = fs::temp_directory_path() / ("gradscope_test_not_a_checkpoint_" + std::to_string(::getpid()));
@@ -248,7 +249,9 @@ TEST_CASE("every grid binary: two shards merged print the tables and write the f
            {"dynamics", model + " --layers 2 --steps 4 --early 2 --eval-batches 1 --warmups 0,2"},
            {"causes", model + " --layers 2 --steps 4 --window 2 --eval-batches 1 --warmups 2 --hold 2"},
            {"warmup", model + " --layers 2 --steps 4 --window 2 --eval-batches 1 --datasets markov --lrs 0.01,0.1 "
-                              "--placements post,pre --warmups 0"}}) {
+                              "--placements post,pre --warmups 0"},
+           {"sharpness", model + " --layers 2 --steps 4 --every 2 --eval-batches 1 --lrs 0.01 --warmups 0,2 "
+                                 "--placements post,pre --lanczos-iterations 5"}}) {
     INFO(name << args);
     fs::remove_all(dir);
     for (const char* sub : {"whole", "merged"}) fs::create_directories(dir / sub);

@@ -111,6 +111,9 @@ const std::vector<std::pair<std::string, Range>>& table() {
       {"--tolerance", {Range::Kind::real, 1e-12, 0.5, false, "", {}}},
       {"--adam-steps", whole(1)},
       {"--chain", whole(3)},
+      // curvature (sharpness)
+      {"--every", whole(1)},
+      {"--lanczos-iterations", whole(1, 10000)},
       {"--size", choice({"small", "large", "both"})},
   };
   return rows;

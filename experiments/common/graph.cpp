@@ -98,11 +98,12 @@ nn::Batch dump_batch(const nn::Dataset& corpus, std::size_t batch, std::size_t s
   return corpus.batch(nn::Split::train, batch, seq, rng);
 }
 
-void dump_model(const std::string& dir, nn::TransformerLM& model, const nn::Batch& batch) {
+void dump_model(const std::string& dir, nn::TransformerLM& model, const nn::Batch& batch,
+                const std::vector<std::pair<std::string, Array>>& extra) {
   Tape tape;  // its own tape: the caller's stays as it is
   TapeScope scope(tape);
   const double loss = nn::write_dump(dir, nn::this_program(), model.config, model, batch,  // never half a dump
-                                     [&](const IndexArray& x, const IndexArray& y) { return model.loss(x, y); });
+                                     [&](const IndexArray& x, const IndexArray& y) { return model.loss(x, y); }, extra);
   std::printf("dumped: %s (loss %.6f on one fresh batch)\n", dir.c_str(), loss);
 }
 

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "experiments/common/flags.hpp"
 #include "nn/data/dataset.hpp"
@@ -35,7 +37,9 @@ nn::Dataset dump_corpus(std::size_t vocab, std::size_t batch, std::size_t seq, u
 nn::Batch dump_batch(const nn::Dataset& corpus, std::size_t batch, std::size_t seq, unsigned seed);
 
 // For --dump: writes DIR/config.json, params/, grads/, batch/ and loss.npy (nn/io/dump.hpp) of `model`
-// as it is now, on `batch`, as a whole (nn::write_directory_atomically). Prints where it wrote.
-void dump_model(const std::string& dir, nn::TransformerLM& model, const nn::Batch& batch);
+// as it is now, on `batch`, as a whole (nn::write_directory_atomically), with DIR/NAME.npy for each of
+// `extra`. Prints where it wrote.
+void dump_model(const std::string& dir, nn::TransformerLM& model, const nn::Batch& batch,
+                const std::vector<std::pair<std::string, Array>>& extra = {});
 
 }  // namespace gs::experiments

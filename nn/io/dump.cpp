@@ -10,7 +10,8 @@
 namespace gs::nn {
 
 double write_dump(const std::filesystem::path& dir, std::string_view program, const ModelConfig& config, Module& model,
-                  const Batch& batch, const LossFunction& loss) {
+                  const Batch& batch, const LossFunction& loss,
+                  const std::vector<std::pair<std::string, Array>>& extra) {
   Tape& tape = Tape::current();
   tape.reset();
   model.zero_grad();
@@ -30,6 +31,7 @@ double write_dump(const std::filesystem::path& dir, std::string_view program, co
     out.write("batch/inputs.npy", npy_bytes(batch.inputs));
     out.write("batch/targets.npy", npy_bytes(batch.targets));
     out.write("loss.npy", npy_bytes(Array{value}));
+    for (const auto& [name, array] : extra) out.write(name + ".npy", npy_bytes(array));
   });
   tape.reset();
   return value;

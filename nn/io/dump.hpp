@@ -6,6 +6,7 @@
 //   DIR/batch/inputs.npy          int64 [batch, seq]
 //   DIR/batch/targets.npy         int64 [batch, seq]
 //   DIR/loss.npy                  float64 [1], the mean cross-entropy on that batch
+//   DIR/NAME.npy                  float64, for each (NAME, array) of `extra` (e.g. sharpness's lambda_max)
 //   DIR/gradscope-output.json     the manifest: the program, kind "dump", every file's SHA-256
 // The directory is written as a whole (nn/io/directory_write.hpp): an existing DIR is replaced only if
 // it is empty or this program's own earlier dump.
@@ -13,6 +14,9 @@
 
 #include <filesystem>
 #include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 #include <string_view>
 
 #include "engine/var.hpp"
@@ -30,6 +34,7 @@ using LossFunction = std::function<Var(const IndexArray& inputs, const IndexArra
 // dumped ones. Returns the loss. Throws gs::Error naming DIR if it may not be replaced or cannot be
 // written (nothing is then changed on disk).
 double write_dump(const std::filesystem::path& dir, std::string_view program, const ModelConfig& config, Module& model,
-                  const Batch& batch, const LossFunction& loss);
+                  const Batch& batch, const LossFunction& loss,
+                  const std::vector<std::pair<std::string, Array>>& extra = {});
 
 }  // namespace gs::nn

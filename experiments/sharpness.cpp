@@ -1,0 +1,288 @@
+// sharpness: the curvature of the loss during training, against the edge of stability, per placement,
+// learning rate and warmup (issue 17; the tools: experiments/common/curvature.hpp, docs/curvature.md).
+//
+// A grid: placements x peak learning rates x warmup lengths x seeds, each run trained from scratch as
+// the warmup grid trains it (Adam(0.9, 0.98, eps 1e-8), a linear warmup from lr/W to lr over W steps,
+// then constant; the Markov corpus; the same batches, so the same losses and verdicts as `warmup` at
+// these flags: measuring never changes the parameters, bit for bit). At step 0 and every --every steps
+// (s = the number of updates taken) it measures, on one fixed held-out batch per seed, by Lanczos:
+//   lambda_H  the largest eigenvalue of the Hessian H of the loss, for the whole model and restricted
+//             to each block's parameters (the principal submatrix: where the curvature sits);
+//   lambda_P  the same for P^-1/2 H P^-1/2, P = sqrt(v_hat) + eps = Adam::preconditioner(), the
+//             diagonal that Adam's step lr m_hat / P divides by.
+// At step 0 no update has been taken and P does not exist; lambda_P at step 0 is measured at the
+// initial parameters with P of the first update (v_hat = g_0^2: P = |g_0| + eps), the preconditioner
+// that the first step, taken from there, divides by.
+// Each is compared with its threshold at the rate of the step taken from there, lr_s = schedule.lr(s):
+//   SGD view   lr_s * lambda_H < 2                          (gradient descent on a quadratic)
+//   Adam view  lr_s * lambda_P < (2 + 2 beta1) / (1 - beta1) = 38 at beta1 0.9 (Cohen et al. 2022)
+// These are the thresholds of a quadratic model of the loss: above them a step along the top
+// eigenvector overshoots; they are evidence about stability, not a verdict on the run.
+//
+//   build/bin/sharpness                                   the default grid (time in --help)
+//   build/bin/sharpness --placements post,pre,peri --lrs 1e-3,3e-3,1e-2 --warmups 0,50 --steps 120
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+
+#include "engine/engine.hpp"
+#include "experiments/common/curvature.hpp"
+#include "experiments/common/graph.hpp"
+#include "experiments/common/harness.hpp"
+#include "experiments/common/report.hpp"
+#include "experiments/common/sharpness_report.hpp"
+#include "experiments/common/training.hpp"
+#include "nn/optim.hpp"
+#include "nn/transformer_lm.hpp"
+
+using namespace gs;
+using namespace gs::experiments;
+
+namespace {
+
+// The record of one run: "steps" (measured), "lr" (lr_s at each), "loss" (the measurement batch's loss),
+// per scope j (0 = the model, 1 + i = block i) "H<j>", "P<j>" (lambda_max) and "H<j>.res", "P<j>.res"
+// (the residual |A y - lambda y| / |lambda|; converged when <= --tolerance); "final_loss" (held out),
+// "blew_up" (the 1-based step whose training loss was NaN/Inf, 0: none) and "verdict". A run that blew
+// up is measured no further.
+struct Measurer {
+  nn::TransformerLM& model;
+  const nn::Batch& batch;
+  const std::vector<CurvatureScope>& scopes;
+  const LanczosOptions& lanczos;
+  Record& r;
+  Tick& tick;
+
+  void H(std::size_t s) {
+    const std::vector<Parameter> all = parameter_handles(model);
+    for (std::size_t j = 0; j < scopes.size(); ++j) {
+      const CurvatureResult c = scope_lambda_max(batch_loss(model, batch), all, scopes[j], lanczos);
+      put("H" + std::to_string(j), c);
+      tick(1, "step " + std::to_string(s) + " " + scopes[j].name + " lambda_H " + fmt(c.lambda_max));
+    }
+  }
+  void P(std::size_t s, const std::vector<Array>& preconditioner) {
+    const std::vector<Parameter> all = parameter_handles(model);
+    for (std::size_t j = 0; j < scopes.size(); ++j) {
+      const CurvatureResult c =
+          scope_preconditioned_lambda_max(batch_loss(model, batch), all, preconditioner, scopes[j], lanczos);
+      put("P" + std::to_string(j), c);
+      tick(1, "step " + std::to_string(s) + " " + scopes[j].name + " lambda_P " + fmt(c.lambda_max));
+    }
+  }
+  void put(const std::string& name, const CurvatureResult& c) {
+    r.push(name, c.lambda_max);
+    r.push(name + ".res", c.residual / std::abs(c.lambda_max));
+  }
+  double loss() {
+    Tape tape;
+    TapeScope scope(tape);
+    return model.loss(batch.inputs, batch.targets).value()();
+  }
+};
+
+std::vector<Array> values_of(const std::vector<Parameter>& params) {
+  std::vector<Array> v;
+  for (const Parameter& p : params) v.push_back(p.value());
+  return v;
+}
+void set_values(std::vector<Parameter> params,  // handles: copies share the values
+                const std::vector<Array>& values) {
+  for (std::size_t i = 0; i < params.size(); ++i) params[i].value() = values[i];
+}
+
+// The measurements at step 0 depend on the placement and the seed only: the model, the batch and the
+// first update's P = |g_0| + eps are the same at every lr and warmup (those act from the first update
+// on). Each is made once, by the first cell that needs it, and shared by the others (bit for bit what
+// each cell would have measured, so a shard's numbers do not depend on which cells it holds).
+class InitMeasurements {
+ public:
+  Record get(const std::string& key, const std::function<Record()>& measure) {
+    std::promise<Record> promise;
+    std::shared_future<Record> result;
+    bool mine = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = made_.find(key);
+      if (it == made_.end()) {
+        result = made_[key] = promise.get_future().share();
+        mine = true;
+      } else {
+        result = it->second;
+      }
+    }
+    if (mine) {
+      try {
+        promise.set_value(measure());
+      } catch (...) {
+        promise.set_exception(std::current_exception());
+      }
+    }
+    return result.get();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::shared_future<Record>> made_;
+};
+
+struct Run {
+  nn::TransformerLM model;
+  nn::Adam adam;
+  nn::Schedule schedule;
+  StepSetup setup;
+  nn::Batch batch;  // the measurement batch: one held-out batch of the seed
+  Run(const ModelOptions& m, const Corpus& corpus, double lr, std::size_t warmup, std::size_t steps)
+      : model(m.config()),
+        adam(model.named_parameters(), nn::AdamOptions{adam_beta1, 0.98, 1e-8, 0.0, false}),
+        schedule{nn::ScheduleKind::warmup, lr, warmup, steps, 0.1},
+        setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0} {
+    std::mt19937_64 rng = rng_for(m.seed, 0, RngPurpose::probe);
+    batch = corpus.data.batch(nn::Split::validation, m.batch, m.seq, rng);
+  }
+};
+
+// Step 0: "loss", H<j> at the initial parameters, and P<j> with P of the first update (at the
+// initial parameters too), unless the first step's loss was NaN/Inf.
+Record measure_init(const ModelOptions& m, const Corpus& corpus, const SharpnessOptions& go, Tick& tick) {
+  Run run(m, corpus, go.lrs[0], 0, go.steps);
+  const std::vector<CurvatureScope> scopes = curvature_scopes(run.model);
+  const std::vector<Parameter> params = parameter_handles(run.model);
+  Record r;
+  Measurer measure{run.model, run.batch, scopes, go.lanczos, r, tick};
+  r.push("loss", measure.loss());
+  measure.H(0);
+  const std::vector<Array> before = values_of(params);
+  if (train_step(run.model, run.adam, run.setup, 0).finite()) {
+    set_values(params, before);
+    measure.P(0, run.adam.preconditioner());
+  }
+  return r;
+}
+
+Record run_one(const ModelOptions& m, const Corpus& corpus, double lr, std::size_t warmup, const SharpnessOptions& go,
+               const Record& init, Tick& tick) {
+  Run run(m, corpus, lr, warmup, go.steps);
+  const std::vector<CurvatureScope> scopes = curvature_scopes(run.model);
+  Record r = init;
+  r.push("steps", 0.0);
+  r.push("lr", run.schedule.lr(0));
+  Measurer measure{run.model, run.batch, scopes, go.lanczos, r, tick};
+  std::size_t blew_up = 0;
+  for (std::size_t s = 0; s < go.steps && blew_up == 0; ++s) {
+    if (!train_step(run.model, run.adam, run.setup, s).finite()) blew_up = s + 1;
+    const std::size_t taken = s + 1;  // updates taken
+    if (blew_up == 0 && taken % go.every == 0) {
+      r.push("steps", static_cast<double>(taken));
+      r.push("lr", run.schedule.lr(taken));
+      r.push("loss", measure.loss());
+      measure.H(taken);
+      measure.P(taken, run.adam.preconditioner());
+    }
+  }
+  const double final_loss = blew_up ? NAN : evaluate(run.model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
+  r.set("final_loss", final_loss);
+  r.set("blew_up", static_cast<double>(blew_up));
+  r.set("verdict", static_cast<double>(verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, go.margin})));
+  return r;
+}
+
+// --dump: the model of the model flags at init on the dump batch, with lambda_max.npy.
+void dump_with_lambda(const Experiment& ex, const LanczosOptions& lanczos) {
+  const ModelOptions& m = ex.model;
+  nn::TransformerLM model(m.config());
+  const nn::Batch batch = dump_batch(dump_corpus(m.vocab, m.batch, m.seq, m.seed), m.batch, m.seq, m.seed);
+  const CurvatureResult c = hessian_lambda_max(batch_loss(model, batch), parameter_handles(model), lanczos);
+  std::printf("dump: lambda_max(H) = %.10g (%zu products, residual / lambda %.1e, %s)\n", c.lambda_max, c.iterations,
+              c.residual / std::abs(c.lambda_max), c.converged ? "converged" : "NOT converged");
+  dump_model(ex.dump, model, batch, {{"lambda_max", Array{c.lambda_max}}});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Experiment ex("sharpness",
+                "Curvature against the edge of stability: lambda_max of the Hessian (SGD view, lr * lambda vs 2) and of "
+                "Adam's preconditioned Hessian (Adam view, lr * lambda vs 38) at init and every --every steps, for the "
+                "whole model and per block; placements x learning rates x warmup x seeds, trained as the warmup grid.\n"
+                "The default grid took 157 s to 171 s wall (three runs, --jobs 2) on 2 cores of an AMD EPYC shared with other "
+                "builds (load average about 3).",
+                "out/sharpness");
+  ex.model = stability_model();
+  ex.seeds = 2;
+  ex.placements = {"post", "pre"};
+  ex.dump_at_init = false;
+  SharpnessOptions go;
+  add_flag(ex.app, "--lrs", go.lrs, "peak learning rates (comma-separated)");
+  add_flag(ex.app, "--warmups", go.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)");
+  add_flag(ex.app, "--steps", go.steps, "training steps per run");
+  add_flag(ex.app, "--every", go.every, "measure the curvature at step 0 and every this many steps");
+  add_flag(ex.app, "--lanczos-iterations", go.lanczos.max_iterations,
+           "Lanczos: Hessian-vector products at most per lambda_max (each costs two gradients)");
+  add_flag(ex.app, "--tolerance", go.lanczos.tolerance, "Lanczos: converged when |A y - lambda y| <= tolerance * |lambda|");
+  add_flag(ex.app, "--eval-batches", go.eval_batches, "held-out batches averaged for the final loss (the verdict)");
+  add_flag(ex.app, "--margin", go.margin, "verdict margin in nats (as warmup's)");
+  add_flag(ex.app, "--markov-order", go.markov_order, "Markov corpus: tokens of context");
+  add_flag(ex.app, "--markov-concentration", go.markov_concentration, "Markov corpus: Dirichlet concentration");
+  describe(ex.app, "--dump", "write the model of the model flags at init, its gradients on the dump batch of --seed, and "
+                             "lambda_max.npy, the top eigenvalue of H of that batch's loss (Lanczos at the flags above)");
+  return ex.main(argc, argv, [&] {
+    const auto start = std::chrono::steady_clock::now();
+    const ModelOptions& mo = ex.model;
+    keep_first_of_each(go.lrs);
+    keep_first_of_each(go.warmups);
+    if (go.every > go.steps) throw FlagError("--every " + std::to_string(go.every) + " is more than --steps " + std::to_string(go.steps));
+    const std::size_t runs = ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
+    ex.check_memory(mo.config(), 2, false, runs, corpus_bytes(mo.vocab, go.markov_order, ""));
+    MarkovCorpusOptions co;
+    co.vocab = mo.vocab;
+    co.order = go.markov_order;
+    co.concentration = go.markov_concentration;
+    co.seed = mo.seed;
+    const Corpus corpus = markov_corpus(co, mo.seq);
+    const std::vector<CurvatureScope> scopes = curvature_scopes(nn::TransformerLM(mo.config()));
+    const std::size_t measured = measured_steps(go).size();
+    std::string at;
+    for (std::size_t k : measured_steps(go)) at += (at.empty() ? "" : ", ") + std::to_string(k);
+    std::printf("sharpness: %zu runs (%zu placements x %zu lrs x %zu warmups x %zu seeds), %zu steps each, measured at "
+                "%zu steps (%s)\n",
+                runs, ex.placements.size(), go.lrs.size(), go.warmups.size(), ex.seeds, go.steps, measured, at.c_str());
+    std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu; Markov corpus "
+                "(vocab %zu, order %zu); Adam(%g, 0.98, eps 1e-8), linear warmup then constant lr; %u parallel jobs\n",
+                mo.layers, mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.vocab,
+                go.markov_order, adam_beta1, ex.jobs);
+    std::printf("  curvature of the loss of one fixed held-out batch per seed, for the whole model and each of the %zu "
+                "blocks; Lanczos: at most %zu products (2 gradients each), tolerance %s\n",
+                scopes.size() - 1, go.lanczos.max_iterations, fmt(go.lanczos.tolerance).c_str());
+    std::printf("  lr_s = the rate of the step taken from step s; thresholds: SGD lr_s * lambda_H < 2, Adam "
+                "(beta1 %g) lr_s * lambda_P < %s\n",
+                adam_beta1, fmt(adam_threshold(adam_beta1)).c_str());
+    std::printf("  step 0: Adam's P does not exist before the first update; lambda_P at step 0 uses P of the first "
+                "update (v_hat = g_0^2, P = |g_0| + eps) at the initial parameters\n");
+    std::printf("  verdict (as warmup's, on the held-out loss after the last step): diverged > %.4f, stuck > %.4f, "
+                "else trained\n",
+                corpus.uniform + go.margin, corpus.unigram - go.margin);
+    std::fflush(stdout);
+    Grid grid;
+    grid.axis("placement", ex.placements).axis("warmup", labels(go.warmups)).axis("lr", labels(go.lrs));
+    grid.axis("seed", labels(ex.seed_list()));
+    const auto cost = [&](const Cell&) { return 2 * scopes.size() * measured; };
+    InitMeasurements init;
+    const auto results = ex.run_cells(grid, "lambda_max estimates", cost, [&](const Cell& c, Tick& tick) {
+      ModelOptions m = mo;
+      m.placement = ex.placements[c["placement"]];
+      m.seed = ex.seed_list()[c["seed"]];
+      const Record at_init = init.get(m.placement + " " + std::to_string(m.seed), [&] { return measure_init(m, corpus, go, tick); });
+      return run_one(m, corpus, go.lrs[c["lr"]], go.warmups[c["warmup"]], go, at_init, tick);
+    });
+    if (!results) return;
+    report_sharpness(*results, ex.placements, go, scopes, ex.seed_list(), ex.out);
+    if (!ex.dump.empty()) dump_with_lambda(ex, go.lanczos);
+    std::printf("time: %.1f s\n", seconds_since(start));
+  });
+}
