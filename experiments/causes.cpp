@@ -1,4 +1,4 @@
-// causes: why Post-LN gets stuck without warmup, by intervention (issue 14). At the learning rate where
+// causes: why Post-LN gets stuck without warmup, by intervention. At the learning rate where
 // warmup's grid finds Post-LN without warmup stuck at the unigram loss and Pre-LN training (lr 1e-2 on
 // the Markov corpus, docs/pre-vs-post-ln.md section 4), each row changes one thing and trains every
 // seed again from scratch:
@@ -225,8 +225,8 @@ int main(int argc, char** argv) {
                 "backward-pass intervention, Adam's beta2, RAdam, a hold, a warmup -- and trains every seed again; "
                 "counts of trained/stuck/diverged, final held-out loss, block-0/top gradient ratio, LN-input RMS, "
                 "LN gain and the first update's |dW|/|W|. Default: 2 placements x 12 rows x 5 seeds x 300 steps "
-                "(36000 steps; measured 554 s wall with --jobs 2 on 2 cores shared with a compile, load ~9; "
-                "--seeds 5 is the fewest the question needs, and 300 steps lets warmup 100 train).",
+                "(36000 steps; --seeds 5 is the fewest the question needs, "
+                "and 300 steps lets warmup 100 train).",
                 "out/causes");
   ex.model = stability_model();
   ex.placements = {"post", "pre"};

@@ -1,5 +1,5 @@
 // sharpness: the curvature of the loss during training, against the edge of stability, per placement,
-// learning rate and warmup (issue 17; the tools: experiments/common/curvature.hpp, docs/curvature.md).
+// learning rate and warmup (the tools: experiments/common/curvature.hpp, docs/curvature.md).
 //
 // A grid: placements x peak learning rates x warmup lengths x seeds, each run trained from scratch as
 // the warmup grid trains it (Adam(0.9, 0.98, eps 1e-8), a linear warmup from lr/W to lr over W steps,
@@ -209,9 +209,7 @@ int main(int argc, char** argv) {
   Experiment ex("sharpness",
                 "Curvature against the edge of stability: lambda_max of the Hessian (SGD view, lr * lambda vs 2) and of "
                 "Adam's preconditioned Hessian (Adam view, lr * lambda vs 38) at init and every --every steps, for the "
-                "whole model and per block; placements x learning rates x warmup x seeds, trained as the warmup grid.\n"
-                "The default grid took 157 s to 171 s wall (three runs, --jobs 2) on 2 cores of an AMD EPYC shared with other "
-                "builds (load average about 3).",
+                "whole model and per block; placements x learning rates x warmup x seeds, trained as the warmup grid.",
                 "out/sharpness");
   ex.model = stability_model();
   ex.seeds = 2;

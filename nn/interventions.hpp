@@ -1,4 +1,4 @@
-// Interventions on the backward pass (issue 14): switches that change which way the gradient flows
+// Interventions on the backward pass: switches that change which way the gradient flows
 // through the residual blocks, never the forward value. Set them on a built model with
 // TransformerLM::set_interventions; they apply to every block (its norms and its residual adds), not
 // to the final norm ln_f, which sits outside the blocks (and which Post-LN does not have).

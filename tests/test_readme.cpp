@@ -1,4 +1,5 @@
-// The README's "engine in a few lines", compiled and run, so that the README cannot drift from the code.
+// The README's "engine in a few lines": the block is read from README.md at configure time
+// (tests/CMakeLists.txt), compiled and run here, so an edit of the README that breaks it fails this test.
 #include <sstream>
 
 #include "check.hpp"
@@ -9,15 +10,8 @@ TEST_CASE("the README example runs and its gradient is right", "[readme]") {
   std::ostringstream cout;  // stands in for std::cout
   Tape tape_of_this_test;
   TapeScope scope(tape_of_this_test);
-  // --- as in README.md ---
-  Parameter w(Array{{0.5, -0.3}, {0.2, 0.7}}, "w");   // persists across steps
-  Tape& tape = Tape::current();                        // entries in creation order
-  Var x = tape.constant(Array{{1.0, 2.0}});
-  Var loss = sum(tanh(matmul(x, w)));                  // each op appends one entry
-  loss.backward();                                     // one reverse loop over the tape
-  cout << tape.listing() << to_string(w.grad());  // every entry's gradient is readable
-  tape.reset();                                        // next step: a fresh tape, w keeps its grad
-  // --- end ---
+  // README.md's block, cut out of it by tests/CMakeLists.txt (std::cout there is `cout` here):
+#include "readme_example.inc"
   // d/dW sum(tanh(x W)) = x^T (1 - tanh(x W)^2)
   const double a = std::tanh(1.0 * 0.5 + 2.0 * 0.2), b = std::tanh(1.0 * -0.3 + 2.0 * 0.7);
   Array expected = {{1.0 * (1 - a * a), 1.0 * (1 - b * b)}, {2.0 * (1 - a * a), 2.0 * (1 - b * b)}};
