@@ -38,6 +38,9 @@ bool stop_requested(std::size_t step);
 // "PROGRAM: interrupted by SIGNAL at step STEP" + what, and exits 128 + signal.
 struct Interrupted : std::runtime_error {
   Interrupted(int signal, std::size_t step, std::string what = "");
+  // Outside the steps: "interrupted by SIGNAL " + where, e.g. "while sampling, ...".
+  struct Phase {};
+  Interrupted(int signal, Phase, std::string where);
   int signal;
   std::size_t step;   // steps finished
   std::string detail;  // after "at step N", e.g. " of 40; saved the checkpoint of step 20 to ck"
@@ -45,5 +48,10 @@ struct Interrupted : std::runtime_error {
 
 // Throws Interrupted at step `step` if stop_requested(step).
 void stop_if_requested(std::size_t step);
+
+// A phase without steps (sampling, drawing, writing): throws Interrupted(signal, Phase{}, where)
+// if a signal has come. `phase` is also a test pause point: GRADSCOPE_TEST_PAUSE_AT=PHASE stops the
+// process there (once) before it looks, as step.N does at a step boundary.
+void stop_if_requested_in(const char* phase, const std::string& where);
 
 }  // namespace gs::experiments
