@@ -245,7 +245,7 @@ TEST_CASE("flags that do not apply, or mean nothing together, are refused naming
   CHECK(fs::is_empty(dir.path));  // no work started, nothing written
 }
 
-TEST_CASE("--mixln-post K builds for every K from 0 to --layers, and is refused above", "[reliability][flags][binaries]") {
+TEST_CASE("mixln: --mixln-post K builds for every K from 0 to --layers, and is refused above", "[reliability][flags][binaries]") {
   test::TempDir dir("mixln");
   for (const std::string layers : {"1", "3"})
     for (int k = 0; k <= std::stoi(layers) + 1; ++k) {

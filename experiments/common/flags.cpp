@@ -182,6 +182,7 @@ std::string problem(const Range& r, double type_max, std::string& text) {
       if (all_digits && (ec == std::errc::result_out_of_range || (digits && static_cast<double>(v) > hi))) {
         char most[32];
         std::snprintf(most, sizeof most, "%.0f", hi);
+        if (r.hi < no_limit) return "'" + text + "' is too large for " + text_of(r, type_max);  // "in [1, 8]"
         return "'" + text + "' is too large: the most it may be is " + most;
       }
       return digits && static_cast<double>(v) >= r.lo && static_cast<double>(v) <= hi ? "" : bad;

@@ -333,12 +333,12 @@ void check_creatable(const fs::path& path, std::string_view flag) {
 
 void claim_output_dir(const fs::path& dir, std::string_view flag, const OutputTag& tag) {
   check_not_inside_whole_output(dir, flag);
-  lock_output(dir, flag, tag.program);
   std::error_code ec;
   const fs::file_status st = fs::status(dir, ec);  // a symbolic link to a directory is used as that directory
   const fs::path manifest = dir / manifest_name;
   const std::string text = manifest_text(tag, nullptr);
-  auto write_manifest = [&] {
+  auto write_manifest = [&] {  // every check passed: lock it (a second run stops here), then mark it
+    lock_output(dir, flag, tag.program);
     try {
       write_file_atomically(manifest, text);
     } catch (const Error& e) {
@@ -373,7 +373,6 @@ void check_output_dir(const fs::path& dir, std::string_view flag, const OutputTa
   const fs::path name = dir.lexically_normal().filename();
   if (name == "." || name == "..") fail(flag, dir, "cannot be replaced as a whole; name a directory below it");
   check_not_inside_whole_output(dir, flag);
-  lock_output(dir, flag, tag.program);
   remove_stale_leftovers(dir, tag);  // may move a previous output back into place first
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(dir, ec);
@@ -383,6 +382,7 @@ void check_output_dir(const fs::path& dir, std::string_view flag, const OutputTa
     if (const std::string why = why_not_replaceable(dir, tag); !why.empty()) fail(flag, dir, why + "; not replacing it");
   }
   check_creatable(dir, flag);
+  lock_output(dir, flag, tag.program);  // every check passed: a second run is refused from here on
 }
 
 void check_output_file(const fs::path& file, std::string_view flag, std::string_view program) {
