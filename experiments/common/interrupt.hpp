@@ -4,7 +4,9 @@
 //   - train_step (training.hpp) throws Interrupted before it starts a step, and run_cells before it
 //     starts a cell: a grid binary then writes no tables and no files of a half-measured grid;
 //   - train asks stop_requested(step) itself, so that it can finish as at a normal end (its CSV rows,
-//     the checkpoint of the last finished step) before it throws Interrupted.
+//     the checkpoint of the last finished step) before it throws Interrupted;
+//   - the phases without steps have their own safe points (stop_if_requested_in): each character of
+//     train's --sample, each batch of amplification's measurement (as a step), each plot (report.hpp).
 // Experiment::main prints Interrupted as one line, "PROGRAM: interrupted by SIGINT at step N ...", and
 // exits 128 + the signal: 130 for SIGINT, 143 for SIGTERM, as a shell reports a process the signal killed.
 // The handler is installed with SA_RESETHAND: a second Ctrl-C kills the process at once (an atomic
@@ -12,7 +14,7 @@
 //
 // Test-only pause point: with GRADSCOPE_TEST_PAUSE_AT=step.N, the process stops itself (SIGSTOP) at the
 // boundary before step N (N steps finished), so that a test can send it a signal there
-// (tests/test_signals.cpp).
+// (tests/test_signals.cpp); GRADSCOPE_TEST_PAUSE_AT=sampling or drawing, at the first such safe point.
 #pragma once
 
 #include <cstddef>

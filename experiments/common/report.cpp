@@ -272,6 +272,8 @@ int run_in_own_group(const std::filesystem::path& dir, const std::vector<std::st
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) ::dup2(fd, 2);
     ::execvp(args[0], args.data());
+    static const char cannot[] = "cannot run the program (is it installed? scripts/install-deps)\n";
+    if (::write(2, cannot, sizeof cannot - 1) < 0) ::_exit(127);  // into the log the error names
     ::_exit(127);
   }
   ::setpgid(child, child);  // also here: whichever runs first, the child is in its group before it draws
