@@ -41,6 +41,7 @@
 
 #include "engine/engine.hpp"
 #include "experiments/common/harness.hpp"
+#include "experiments/common/interrupt.hpp"
 #include "experiments/common/probe.hpp"
 #include "experiments/common/report.hpp"
 #include "experiments/common/stream_split.hpp"
@@ -144,6 +145,7 @@ Record measure(const nn::ModelConfig& config, const MarkovBatches& data, double 
   Tape& tape = Tape::current();
   Amplification sum{};
   for (std::size_t j = 0; j < batches; ++j) {
+    stop_if_requested(j);  // a batch is this loop's step
     const nn::Batch batch = data.batch(j);
     // F(W) and dL/dW on this batch.
     tape.reset();
@@ -348,7 +350,22 @@ int main(int argc, char** argv) {
           o.layers = depths[c["layers"]];
           o.seed = ex.seed_list()[c["seed"]];
           if (c["seed"] == 0) ex.record_init_pass(c.index, grid.describe(c.index), o.config(), data[c["seed"]].batch(0));
-          return measure(o.config(), data[c["seed"]], eps, batches);
+          Record r = measure(o.config(), data[c["seed"]], eps, batches);
+          // Before any file: a perturbation that overflowed (inf, NaN) or was lost in rounding (every A
+          // exactly 0; one may be 0 by design: rezero's branches are off at init) measures nothing.
+          bool all_zero = true;
+          for (std::size_t m = 0; m < n_measures; ++m) {
+            const double a = r.get(measure_name(m));
+            all_zero = all_zero && a == 0.0;
+            if (!std::isfinite(a))
+              throw FlagError("--eps " + fmt(eps) + " gives A = " + fmt(a) + " for " + measure_name(m) + " in cell " +
+                              grid.describe(c.index) + ": the perturbation leaves the range of a double; choose an "
+                              "--eps such as 1e-6 (the default)");
+          }
+          if (all_zero)
+            throw FlagError("--eps " + fmt(eps) + " gives A = 0 for every measure in cell " + grid.describe(c.index) +
+                            ": the perturbation is lost in rounding; choose an --eps such as 1e-6 (the default)");
+          return r;
         });
     if (results) report(Scan{*results, ex.placements, depths, ex.seeds}, mo.seed, eps, batches, ex.out);
   });

@@ -228,7 +228,8 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--markov-order", go.markov_order, "Markov corpus: tokens of context");
   add_flag(ex.app, "--markov-concentration", go.markov_concentration, "Markov corpus: Dirichlet concentration");
   describe(ex.app, "--dump", "write the model of the model flags at init, its gradients on the dump batch of --seed, and "
-                             "lambda_max.npy, the top eigenvalue of H of that batch's loss (Lanczos at the flags above)");
+                             "lambda_max.npy, the top eigenvalue of H of that batch's loss (Lanczos at the flags above); as train's --dump, "
+                             "an output in addition to the run: the grid is measured too, and the dump written after it");
   return ex.main(argc, argv, [&] {
     const auto start = std::chrono::steady_clock::now();
     const ModelOptions& mo = ex.model;

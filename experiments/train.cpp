@@ -75,6 +75,8 @@ std::string sample(nn::TransformerLM& model, const nn::Dataset& data, std::size_
   nn::Tokens tokens{val[std::uniform_int_distribution<std::size_t>(0, val.size() - 1)(rng)]};
   const std::size_t context = model.config.context, vocab = model.config.vocab;
   for (std::size_t i = 0; i < n; ++i) {
+    stop_if_requested_in("sampling", "while sampling, after " + std::to_string(i) + " of " + std::to_string(n) +
+                                         " characters; the training finished and its outputs are written; no sample printed");
     tape.reset();
     const std::size_t t = std::min(tokens.size(), context);
     IndexArray ids = IndexArray::from_shape({1, t});
@@ -332,6 +334,10 @@ int main(int argc, char** argv) {
     if (!o.resume.empty()) {
       resumed = nn::read_checkpoint_info(o.resume);
       restore_from_checkpoint(ex, o, *resumed);
+      if (o.steps < resumed->step)
+        throw FlagError("--resume " + o.resume + ": the checkpoint is at step " + std::to_string(resumed->step) +
+                        ", past --steps " + std::to_string(o.steps) + ": there is nothing to train (give --steps above " +
+                        std::to_string(resumed->step) + ", or leave it out to continue to the recorded --steps)");
     }
     if (o.schedule_steps == 0) o.schedule_steps = o.steps;  // recorded so: a resumed run keeps the schedule
     nn::ModelConfig config = resumed ? resumed->config : ex.model.config();  // its seed too: data and batches

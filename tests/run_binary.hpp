@@ -36,12 +36,12 @@ struct Outcome {
   std::string out, err;
 };
 
-// Runs `name args...` in `cwd`, with GRADSCOPE_TEST_PAUSE_AT=pause_at if given. With a pause point,
+// Runs `name args...` (a binary of GRADSCOPE_BINARIES, or a path) in `cwd`, with GRADSCOPE_TEST_PAUSE_AT=pause_at if given. With a pause point,
 // waits until the process stops itself there, sends it `signal` and SIGCONT, and waits for its end.
 inline Outcome run_binary(const std::string& name, const std::vector<std::string>& args, const fs::path& cwd,
                           const char* pause_at = nullptr, int signal = 0) {
   const fs::path out = cwd / ".stdout", err = cwd / ".stderr";
-  const std::string binary = binary_path(name);
+  const std::string binary = name.find('/') != std::string::npos ? name : binary_path(name);  // a path: as it is
   const pid_t pid = ::fork();
   if (pid == 0) {
     if (::chdir(cwd.c_str()) != 0) ::_exit(126);

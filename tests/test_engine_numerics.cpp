@@ -263,3 +263,85 @@ TEST_CASE("anomaly mode also refuses a NaN or Inf leaf, constant, parameter or s
   tape.anomaly_mode = false;
   REQUIRE(std::isnan(tape.leaf(Array{nan_}).value()(0)));
 }
+
+// ---- every op at +-inf and at the largest finite numbers ----
+
+TEST_CASE("every elementwise op at +-inf and +-DBL_MAX gives its limit, value and gradient", "[numerics][inf]") {
+  // The value and the gradient each op's definition gives there (the limit where IEEE arithmetic alone
+  // would give inf * 0 or inf / inf). NaN inputs: the tests above.
+  const double big = std::numeric_limits<double>::max();
+  struct Case {
+    const char* op;
+    std::function<Var(const Var&)> f;
+    double x, value, grad;
+  };
+  const std::vector<Case> cases = {
+      {"neg", [](const Var& v) { return neg(v); }, inf_, -inf_, -1.0},
+      {"neg", [](const Var& v) { return neg(v); }, -big, big, -1.0},
+      {"exp", [](const Var& v) { return exp(v); }, inf_, inf_, inf_},
+      {"exp", [](const Var& v) { return exp(v); }, -inf_, 0.0, 0.0},
+      {"exp", [](const Var& v) { return exp(v); }, big, inf_, inf_},
+      {"exp", [](const Var& v) { return exp(v); }, -big, 0.0, 0.0},
+      {"log", [](const Var& v) { return log(v); }, inf_, inf_, 0.0},
+      {"log", [](const Var& v) { return log(v); }, big, std::log(big), 1.0 / big},
+      {"sqrt", [](const Var& v) { return sqrt(v); }, inf_, inf_, 0.0},
+      {"sqrt", [](const Var& v) { return sqrt(v); }, big, std::sqrt(big), 0.5 / std::sqrt(big)},
+      {"tanh", [](const Var& v) { return tanh(v); }, inf_, 1.0, 0.0},
+      {"tanh", [](const Var& v) { return tanh(v); }, -inf_, -1.0, 0.0},
+      {"tanh", [](const Var& v) { return tanh(v); }, big, 1.0, 0.0},
+      {"tanh", [](const Var& v) { return tanh(v); }, -big, -1.0, 0.0},
+      {"sigmoid", [](const Var& v) { return sigmoid(v); }, inf_, 1.0, 0.0},
+      {"sigmoid", [](const Var& v) { return sigmoid(v); }, -inf_, 0.0, 0.0},
+      {"sigmoid", [](const Var& v) { return sigmoid(v); }, big, 1.0, 0.0},
+      {"sigmoid", [](const Var& v) { return sigmoid(v); }, -big, 0.0, 0.0},
+      {"relu", [](const Var& v) { return relu(v); }, inf_, inf_, 1.0},
+      {"relu", [](const Var& v) { return relu(v); }, -inf_, 0.0, 0.0},
+      {"relu", [](const Var& v) { return relu(v); }, big, big, 1.0},
+      {"gelu", [](const Var& v) { return gelu(v); }, inf_, inf_, 1.0},   // x Phi(x) -> x, Phi + x phi -> 1
+      {"gelu", [](const Var& v) { return gelu(v); }, -inf_, 0.0, 0.0},   // -> 0 (as at -1e300), and 0
+      {"gelu", [](const Var& v) { return gelu(v); }, big, big, 1.0},
+      {"gelu", [](const Var& v) { return gelu(v); }, -big, 0.0, 0.0},
+      {"pow 2", [](const Var& v) { return pow(v, 2.0); }, -inf_, inf_, -inf_},
+      {"pow 2", [](const Var& v) { return pow(v, 2.0); }, big, inf_, inf_},
+  };
+  for (const Case& c : cases) {
+    INFO(c.op << "(" << c.x << ")");
+    // Nine elements: every SIMD lane width and the scalar tail see the input.
+    const Run r = run([&](const Vars& v) { return c.f(v[0]); }, {Array(xt::full_like(Array::from_shape({9}), c.x))});
+    for (std::size_t i = 0; i < 9; ++i) {
+      INFO("element " << i << ": value " << r.y(i) << ", gradient " << r.grads[0](i));
+      REQUIRE(r.y(i) == c.value);
+      REQUIRE(r.grads[0](i) == c.grad);
+    }
+  }
+}
+
+TEST_CASE("the reductions at +-inf and +-DBL_MAX: softmax, log_softmax, cross_entropy and max stay exact",
+          "[numerics][inf]") {
+  const double big = std::numeric_limits<double>::max();
+  // softmax shifts by the row's max, so the largest finite logits are no overflow.
+  const Run s = run([](const Vars& v) { return softmax(v[0], 1); }, {Array{{big, -big, 0.0}, {big, big, 0.0}}});
+  REQUIRE(s.y == Array{{1.0, 0.0, 0.0}, {0.5, 0.5, 0.0}});
+  REQUIRE(all_finite(s.grads[0]));
+  const Run ls = run([](const Vars& v) { return log_softmax(v[0], 1); }, {Array{{big, 0.0}}});
+  REQUIRE(ls.y == Array{{0.0, -big}});
+  REQUIRE(all_finite(ls.grads[0]));
+  // cross-entropy of a sure right answer is 0 with gradient 0; of a sure wrong one, the logit gap.
+  const Run right = run([](const Vars& v) { return cross_entropy(v[0], IndexArray{0}); }, {Array{{big, 0.0}}});
+  REQUIRE(right.y() == 0.0);
+  REQUIRE(right.grads[0] == Array{{0.0, 0.0}});
+  const Run wrong = run([](const Vars& v) { return cross_entropy(v[0], IndexArray{1}); }, {Array{{big, 0.0}}});
+  REQUIRE(wrong.y() == big);
+  REQUIRE(wrong.grads[0] == Array{{1.0, -1.0}});
+  // max picks an infinity like any number, and ties share the gradient.
+  const Run m = run([](const Vars& v) { return max(v[0], {1}); }, {Array{{inf_, 1.0}, {-inf_, -inf_}}});
+  REQUIRE(m.y == Array{inf_, -inf_});
+  REQUIRE(m.grads[0] == Array{{1.0, 0.0}, {0.5, 0.5}});
+  // Linear ops carry infinities as IEEE arithmetic does, their gradients untouched.
+  const Run sum_r = run([](const Vars& v) { return sum(v[0]); }, {Array{inf_, 1.0, big}});
+  REQUIRE(sum_r.y() == inf_);
+  REQUIRE(sum_r.grads[0] == Array{1.0, 1.0, 1.0});
+  const Run add_r = run([](const Vars& v) { return add(v[0], v[1]); }, {Array{inf_, -big}, Array{1.0, -big}});
+  REQUIRE(add_r.y == Array{inf_, -inf_});  // -DBL_MAX - DBL_MAX overflows
+  REQUIRE(add_r.grads[0] == Array{1.0, 1.0});
+}

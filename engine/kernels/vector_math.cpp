@@ -120,7 +120,11 @@ double erf_like_xsimd(double a) { return erf_inline(a); }
 
 GS_PER_CPU void gelu_forward(const double* x, double* y, std::size_t n) {
   const double inv_sqrt2 = 1.0 / std::numbers::sqrt2;
-  for (std::size_t i = 0; i < n; ++i) y[i] = x[i] * 0.5 * (1.0 + erf_inline(x[i] * inv_sqrt2));
+  // At x = -inf the product is -inf * 0 = NaN; the limit is 0 (gelu(-1e300) is already -0): -0 there.
+  for (std::size_t i = 0; i < n; ++i) {
+    const double y_i = x[i] * 0.5 * (1.0 + erf_inline(x[i] * inv_sqrt2));
+    y[i] = x[i] == -INFINITY ? -0.0 : y_i;
+  }
 }
 
 GS_PER_CPU void gelu_backward(const double* x, const double* y, const double* dy, double* dx, std::size_t n) {
@@ -128,9 +132,11 @@ GS_PER_CPU void gelu_backward(const double* x, const double* y, const double* dy
   for (std::size_t i = 0; i < n; ++i) {
     // Phi(x) = y / x saves a second erf. At x = 0, and for |x| < 1e-300 where x Phi(x) would lose
     // digits, Phi = 1/2.
-    const double cdf = std::fabs(x[i]) >= 1e-300 ? y[i] / x[i] : 0.5;
+    // At +-inf, y / x and x phi(x) are inf / inf and inf * 0: their limits are Phi = 1 or 0 and 0.
+    const bool infinite = std::fabs(x[i]) == INFINITY;
+    const double cdf = infinite ? (x[i] > 0.0 ? 1.0 : 0.0) : std::fabs(x[i]) >= 1e-300 ? y[i] / x[i] : 0.5;
     const double pdf = inv_sqrt_2pi * exp_inline(-0.5 * x[i] * x[i]);
-    dx[i] = dy[i] * (cdf + x[i] * pdf);
+    dx[i] = dy[i] * (cdf + (infinite ? 0.0 : x[i] * pdf));
   }
 }
 

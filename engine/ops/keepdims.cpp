@@ -35,6 +35,14 @@ Array max_keepdims(const Array& x, const std::vector<std::size_t>& axes) {
     for (std::size_t i = 0; i < r.size(); ++i)
       if (nans.data()[i] > 0.0) r.data()[i] = std::numeric_limits<double>::quiet_NaN();
   }
+  // xt::amax starts from the lowest finite double, so a slice of -inf only gave -DBL_MAX: make it -inf.
+  constexpr double minus_inf = -std::numeric_limits<double>::infinity();
+  if (std::any_of(x.begin(), x.end(), [](double v) { return v == minus_inf; })) {
+    const Array count = sum_keepdims(xt::cast<double>(xt::equal(x, minus_inf)), axes);
+    const double slice = static_cast<double>(x.size() / r.size());
+    for (std::size_t i = 0; i < r.size(); ++i)
+      if (count.data()[i] == slice) r.data()[i] = minus_inf;
+  }
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -73,9 +74,11 @@ const std::vector<std::pair<std::string, Range>>& table() {
       {"--html", of(Range::Kind::any)},
       {"--html-add", of(Range::Kind::file)},
       {"--snapshot-steps", of(Range::Kind::any)},
+      {"explorer --runs", of(Range::Kind::any)},
       // training
       {"--steps", whole(1)},
       {"stream --steps", whole(0, no_limit, "0: measure at initialization")},
+      {"explorer --steps", whole(0, no_limit, "0: the pass at initialization only")},
       {"--lr", real_above(0)},
       {"--lrs", real_above(0)},
       {"--warmup", whole(0)},
@@ -174,7 +177,15 @@ std::string problem(const Range& r, double type_max, std::string& text) {
       std::uint64_t v = 0;
       const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
       const bool digits = !text.empty() && end == text.data() + text.size() && ec == std::errc();
-      return digits && static_cast<double>(v) >= r.lo && static_cast<double>(v) <= std::min(r.hi, type_max) ? "" : bad;
+      const double hi = std::min(r.hi, type_max);
+      const bool all_digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+      if (all_digits && (ec == std::errc::result_out_of_range || (digits && static_cast<double>(v) > hi))) {
+        char most[32];
+        std::snprintf(most, sizeof most, "%.0f", hi);
+        if (r.hi < no_limit) return "'" + text + "' is too large for " + text_of(r, type_max);  // "in [1, 8]"
+        return "'" + text + "' is too large: the most it may be is " + most;
+      }
+      return digits && static_cast<double>(v) >= r.lo && static_cast<double>(v) <= hi ? "" : bad;
     }
     case Range::Kind::real: {
       char* end = nullptr;

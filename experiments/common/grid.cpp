@@ -12,6 +12,7 @@
 
 #include "engine/error.hpp"
 #include "nn/io/atomic_file.hpp"
+#include "nn/io/checksum.hpp"
 
 namespace gs::experiments {
 
@@ -150,8 +151,10 @@ void write_shard(const std::filesystem::path& dir, const Grid& grid, const std::
   }
   std::filesystem::create_directories(dir);
   nn::write_file_atomically(dir / "cells.csv", csv);
+  // cells.csv's SHA-256 (what `sha256sum cells.csv` prints): a merge refuses a file changed since.
   nn::write_file_atomically(dir / "shard.txt", "program " + program + "\nshard " + std::to_string(shard.k) + "/" +
-                                                   std::to_string(shard.n) + "\nflags " + flags + "\n");
+                                                   std::to_string(shard.n) + "\nflags " + flags + "\ncells_sha256 " +
+                                                   nn::sha256_hex(csv) + "\n");
 }
 
 namespace {
@@ -162,6 +165,12 @@ std::string shard_field(const std::string& text, const std::string& key, const s
   for (std::string line; std::getline(lines, line);)
     if (line.rfind(key + " ", 0) == 0 || line == key) return line.size() > key.size() ? line.substr(key.size() + 1) : "";
   throw Error("--merge " + dir + ": shard.txt has no " + key + " line");
+}
+
+std::string text_of_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -196,7 +205,11 @@ std::vector<Record> read_shards(const std::vector<std::string>& dirs, const Grid
     if (!shard_of[s.k - 1].empty()) throw Error("--merge: " + dir + " and " + shard_of[s.k - 1] + " both hold shard " + std::to_string(s.k));
     shard_of[s.k - 1] = dir;
 
-    std::istringstream csv(nn::read_file(fs::path(dir) / "cells.csv"));
+    const std::string cells_text = nn::read_file(fs::path(dir) / "cells.csv");
+    if (const std::string sum = nn::sha256_hex(cells_text), said = shard_field(meta, "cells_sha256", dir); sum != said)
+      throw Error("--merge " + dir + ": cells.csv has SHA-256 " + sum + ", shard.txt says " + said +
+                  " (the file was changed or corrupted after the shard wrote it)");
+    std::istringstream csv(cells_text);
     std::string line;
     std::getline(csv, line);  // the header
     for (std::size_t row = 2; std::getline(csv, line); ++row) {
@@ -220,6 +233,11 @@ std::vector<Record> read_shards(const std::vector<std::string>& dirs, const Grid
         values.push_back(std::strtod(text.c_str(), &end));
         if (text.empty() || *end != '\0') throw Error(where + ": '" + text + "' is not a number");
       }
+      if (name == "verdict")  // a code of Verdict (training.hpp): trained 0, stuck 1, diverged 2
+        for (double v : values)
+          if (!(v == 0.0 || v == 1.0 || v == 2.0))
+            throw Error(where + ": cell " + f[0] + " has verdict " + text_of_number(v) +
+                        ", not a verdict code (0 trained, 1 stuck, 2 diverged)");
       records[c].set(name, std::move(values));
     }
   }

@@ -73,7 +73,8 @@ Experiment::Experiment(std::string name, std::string description, std::string de
                           "(model init and data)");
   describe(app, "--placement", "the placement of the --dump model (the grid uses --placements)");
   describe(app, "--dump", "write the model of the model flags at init, with its gradients on the batch of --seed "
-                          "that the measurements at init use, to this directory");
+                          "that the measurements at init use, to this directory; as train's --dump, an output in "
+                          "addition to the run: the grid is measured too, and the dump written after it");
   add_html_flags();
 }
 
@@ -151,6 +152,7 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
     else if (html.wanted() && (!shard.empty() || !merge.empty()))
       problem = "--html records the runs this process trains; leave it out of --shard and --merge runs";
   }
+  if (problem.empty()) problem = inapplicable_flag();
   auto flag_error = [&](const std::string& what) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s: error: %s (%s --help lists the flags)\n", program.c_str(), what.c_str(), program.c_str());
@@ -161,6 +163,12 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
   try {
     if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
       check_graph_file(graph);
+      // One pass with every contribution kept, and its DOT text: about 1 KiB per tape entry, twice
+      // (the text, and the copy written)
+      const Footprint pass = footprint(model.config(), model.batch, 0, true);
+      check_fits(pass, 1, 2048.0 * pass.entries, "--graph with --layers " + std::to_string(model.layers) +
+                                                     " --d-model " + std::to_string(model.d_model) + " --batch " +
+                                                     std::to_string(model.batch) + " --seq " + std::to_string(model.seq));
       write_model_graph(graph, model);
       return 0;
     }
@@ -168,8 +176,10 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
     if (grid_) {  // nothing the program did not write is replaced (nn/io/ownership.hpp), checked before any work
       nn::claim_output_dir(out, "--out", {program, "out"});
       if (!dump.empty()) nn::check_output_dir(dump, "--dump", {program, "dump"});
+      watch_output(out, program);  // the first file written into --out marks it INCOMPLETE until the end
     }
     body();
+    if (grid_) output_complete();
     if (html.wanted()) {
       std::stable_sort(runs_.begin(), runs_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       explorer::Page page;
@@ -185,7 +195,11 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
     }
   } catch (const Interrupted& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+    const std::string marked = grid_ && output_marked_incomplete()
+                                   ? "; " + (std::filesystem::path(out) / incomplete_marker).string() +
+                                         " marks the files of --out as incomplete"
+                                   : "";
+    std::fprintf(stderr, "%s: %s%s\n", program.c_str(), e.what(), marked.c_str());
     return 128 + e.signal;
   } catch (const FlagError& e) {
     return flag_error(e.what());
@@ -201,6 +215,48 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
     return 128 + signal;
   }
   return 0;
+}
+
+std::string Experiment::inapplicable_flag() const {
+  auto given = [&](const char* name) {
+    const CLI::Option* o = app.get_option_no_throw(name);
+    return o != nullptr && o->count() > 0;
+  };
+  auto value = [&](const char* name) { return flag_value(app, name); };
+  // The placements this run builds (already by the names of what they build, --norm applied).
+  const std::vector<std::string> built = grid_ ? placements : std::vector<std::string>{model.placement};
+  std::string names;
+  bool mixln = false, dyt = false;
+  for (const std::string& p : built) {
+    nn::ModelConfig c;
+    c.layers = model.layers;
+    try {
+      nn::apply_placement(c, p);
+    } catch (const std::exception&) {
+      continue;  // refused elsewhere, with its own reason
+    }
+    mixln = mixln || c.placement == nn::Placement::mixln;
+    dyt = dyt || c.norm == nn::Norm::dyt;
+    names += (names.empty() ? "" : ",") + p;
+  }
+  const std::string placement_flag = (grid_ ? "--placements " : "--placement ") + names;
+  if (given("--mixln-post") && !mixln)
+    return "--mixln-post " + model.mixln_post + " sets mixln's Post-LN blocks, and " + placement_flag +
+           " has no mixln placement (e.g. --placement mixln)";
+  if (given("--dyt-alpha") && !dyt)
+    return "--dyt-alpha " + value("--dyt-alpha") + " sets DyT's alpha, and " + placement_flag +
+           " has no DyT norm (e.g. --norm dyt)";
+  if (app.get_option_no_throw("--optimizer") != nullptr && value("--optimizer") == "sgd")
+    for (const char* adam : {"--adam-beta1", "--adam-beta2", "--adam-eps"})
+      if (given(adam))
+        return std::string(adam) + " " + value(adam) + " is a hyperparameter of Adam, and --optimizer is sgd";
+  if (app.get_option_no_throw("--hold") != nullptr && app.get_option_no_throw("--steps") != nullptr) {
+    const double hold = std::stod(value("--hold")), steps = std::stod(value("--steps"));
+    if (hold > 0 && hold >= steps)
+      return "--hold " + value("--hold") + " is not less than --steps " + value("--steps") +
+             ": every step would be held at lr 0, and the run would train nothing";
+  }
+  return "";
 }
 
 std::vector<unsigned> Experiment::seed_list() const {

@@ -135,6 +135,9 @@ class Experiment {
 
  private:
   std::string grid_flags() const;  // the flags given that decide the numbers (not --out, --jobs, ...)
+  // "" or why a flag given does not apply to this run: --mixln-post without a mixln placement, --dyt-alpha
+  // without a DyT norm, an Adam hyperparameter with --optimizer sgd, --hold not less than --steps.
+  std::string inapplicable_flag() const;
   bool grid_ = false;
   std::mutex runs_mutex_;
   std::vector<std::pair<std::size_t, explorer::Run>> runs_;  // (order, run) for the --html page

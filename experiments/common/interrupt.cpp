@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -55,6 +56,22 @@ Interrupted::Interrupted(int sig, std::size_t at, std::string what)
       signal(sig),
       step(at),
       detail(std::move(what)) {}
+
+Interrupted::Interrupted(int sig, Phase, std::string where)
+    : std::runtime_error("interrupted by " + signal_name(sig) + " " + where),
+      signal(sig),
+      step(static_cast<std::size_t>(-1)),
+      detail(std::move(where)) {}
+
+void stop_if_requested_in(const char* phase, const std::string& where) {
+  static const char* pause_at = std::getenv("GRADSCOPE_TEST_PAUSE_AT");
+  static std::atomic<bool> paused{false};
+  if (pause_at && std::strcmp(pause_at, phase) == 0 && !paused.exchange(true)) {
+    ::raise(SIGSTOP);
+    for (int i = 0; i < 100 && received == 0; ++i) ::usleep(10000);
+  }
+  if (received != 0) throw Interrupted(received, Interrupted::Phase{}, where);
+}
 
 void stop_if_requested(std::size_t step) {
   if (stop_requested(step)) throw Interrupted(interrupt_signal(), step);

@@ -1,5 +1,6 @@
 #include "experiments/common/memory.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -14,7 +15,7 @@ namespace {
 
 // What one proxy pass counted, in real elements (doubles).
 struct Counted {
-  double parameters = 0.0, tape = 0.0;
+  double parameters = 0.0, tape = 0.0, entries = 0.0;
   bool exact = true;
 };
 
@@ -28,6 +29,8 @@ Counted count(const nn::ModelConfig& config, std::size_t batch, std::size_t laye
   proxy.heads = 3;
   proxy.d_ff = 11;
   proxy.layers = layers;
+  // mixln's K Post-LN blocks: at most the proxy's blocks (a Post-LN and a Pre-LN block hold the same arrays)
+  if (config.mixln_post) proxy.mixln_post = std::min(*config.mixln_post, layers);
   const double C = static_cast<double>(config.d_model), H = static_cast<double>(config.heads);
   const std::map<std::size_t, double> real = {{1, 1.0},
                                               {2, static_cast<double>(batch)},
@@ -57,6 +60,7 @@ Counted count(const nn::ModelConfig& config, std::size_t batch, std::size_t laye
   tape.keep_contributions = keep_contributions;
   const IndexArray ids = xt::zeros<std::int64_t>({std::size_t{2}, proxy.context});
   model.loss(ids, ids).backward();
+  n.entries = static_cast<double>(tape.size());
   for (std::size_t i = 0; i < tape.size(); ++i) {
     const Entry& e = tape.entry(static_cast<int>(i));
     n.tape += elements(shape_of(e.value));
@@ -77,6 +81,7 @@ Footprint footprint(const nn::ModelConfig& config, std::size_t batch, std::size_
   f.model = 8.0 * f.parameters * (2.0 + static_cast<double>(optimizer_slots));  // values, gradients, slots
   f.tape = 8.0 * (one.tape + blocks * (two.tape - one.tape));
   f.exact = one.exact && two.exact;
+  f.entries = one.entries + blocks * (two.entries - one.entries);
   return f;
 }
 
@@ -111,6 +116,13 @@ void check_fits(const Footprint& one, std::size_t concurrent, double data, const
               " available (MemAvailable in /proc/meminfo): " + std::to_string(concurrent) + " model(s) at once of " +
               params + " parameters (" + bytes_text(one.model) + " each with their gradients and optimizer state), " +
               "one step's tape " + bytes_text(one.tape) + " each, data " + bytes_text(data) + "; set by " + flags);
+}
+
+void check_bytes(double bytes, const std::string& what, const std::string& flags) {
+  const double have = available_memory();
+  if (bytes <= have) return;
+  throw Error("this run needs about " + bytes_text(bytes) + " of memory for " + what + ", more than the " +
+              bytes_text(have) + " available (MemAvailable in /proc/meminfo); set by " + flags);
 }
 
 }  // namespace gs::experiments

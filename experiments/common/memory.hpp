@@ -21,6 +21,7 @@ struct Footprint {
   double model = 0.0;       // bytes: parameters, their gradients and the optimizer's slots
   double tape = 0.0;        // bytes: one step's tape, values and gradients
   bool exact = true;        // false if some tape entry had a dimension the proxy could not map (overestimated)
+  double entries = 0.0;     // how many tape entries one step records
   double total() const { return model + tape; }
 };
 
@@ -34,6 +35,9 @@ double available_memory();
 // Throws gs::Error with the estimate and `flags` (the flags that drive it) when `concurrent` models of
 // `one`'s size plus `data` bytes need more than the memory available.
 void check_fits(const Footprint& one, std::size_t concurrent, double data, const std::string& flags);
+
+// Throws gs::Error when `bytes` (what `what` will hold, set by `flags`) is more than the memory available.
+void check_bytes(double bytes, const std::string& what, const std::string& flags);
 
 std::string bytes_text(double bytes);  // "1.5 GB", "17.8 MB"
 

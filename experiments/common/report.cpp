@@ -1,13 +1,22 @@
 #include "experiments/common/report.hpp"
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <csignal>
+#include <cstring>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
 
 #include "engine/error.hpp"
+#include "experiments/common/interrupt.hpp"
 #include "nn/io/atomic_file.hpp"
 
 namespace gs::experiments {
@@ -133,12 +142,15 @@ void Table::write_csv(const std::filesystem::path& path) const {
   };
   line(columns_);
   for (const auto& row : rows_) line(row);
+  mark_writing(path);
   nn::write_file_atomically(path, text);
 }
 
 void draw(const Plot& plot, const std::filesystem::path& dir, const std::string& name) {
   if (name.find('/') != std::string::npos)
     throw Error("draw: the plot name '" + name + "' has a '/' (pass a label through file_part)");
+  stop_if_requested_in("drawing", "before drawing " + (dir / name).string());
+  mark_writing(dir / name);
   std::filesystem::create_directories(dir);
   const std::filesystem::path dat = dir / (name + ".dat"), gp = dir / (name + ".gp");
   // The data: one block per series, blocks separated by two blank lines (gnuplot's "index").
@@ -187,13 +199,88 @@ void draw(const Plot& plot, const std::filesystem::path& dir, const std::string&
   const std::string run = name + ".gp.run", log = name + ".gnuplot.log";
   nn::write_file_atomically(dir / run, with_outputs(".tmp"));
 
-  const std::string command = "cd " + shell_quote(dir.string()) + " && gnuplot " + shell_quote(run) + " 2>" + shell_quote(log);
-  const int status = std::system(command.c_str());
+  // gnuplot runs in its own process group: a Ctrl-C at the terminal reaches this process only, which
+  // lets the plot finish (a fraction of a second), puts it in place, and stops before the next one.
+  const int status = run_in_own_group(dir, {"gnuplot", run}, log);
   std::filesystem::remove(dir / run);
-  if (status != 0) throw Error("draw: gnuplot failed on " + gp.string() + "; see " + (dir / log).string());
+  if (status != 0) {
+    for (const auto& [terminal, ext] : outputs) std::filesystem::remove(dir / (name + ext + ".tmp"));
+    throw Error("draw: gnuplot failed on " + gp.string() + "; see " + (dir / log).string());
+  }
   std::filesystem::remove(dir / log);
   for (const auto& [terminal, ext] : outputs)
     std::filesystem::rename(dir / (name + ext + ".tmp"), dir / (name + ext));
+  stop_if_requested_in("drawing", "while drawing the plots, after " + (dir / name).string() + ".png");
+}
+
+// ---- the --out directory of a grid while its files are written ----
+
+namespace {
+std::mutex watched_mutex;
+std::filesystem::path watched_dir;  // "" when no directory is watched
+std::string watched_program;
+bool marked = false;
+}  // namespace
+
+void watch_output(const std::filesystem::path& dir, const std::string& program) {
+  std::lock_guard<std::mutex> lock(watched_mutex);
+  watched_dir = std::filesystem::absolute(dir).lexically_normal();
+  watched_program = program;
+  marked = false;
+}
+
+void mark_writing(const std::filesystem::path& path) {
+  std::lock_guard<std::mutex> lock(watched_mutex);
+  if (watched_dir.empty() || marked) return;
+  const std::filesystem::path p = std::filesystem::absolute(path).lexically_normal();
+  const auto [end, rest] = std::mismatch(watched_dir.begin(), watched_dir.end(), p.begin(), p.end());
+  if (end != watched_dir.end()) return;  // not inside the watched directory
+  nn::write_file_atomically(watched_dir / incomplete_marker,
+                            "gradscope " + watched_program + " was writing the files of this folder when it stopped "
+                            "(a signal or an error): some may be from this run and some from an earlier one, some "
+                            "missing. Run it again to complete them; a run that completes removes this file.\n");
+  marked = true;
+}
+
+bool output_complete() {
+  std::lock_guard<std::mutex> lock(watched_mutex);
+  if (!watched_dir.empty()) std::filesystem::remove(watched_dir / incomplete_marker);
+  const bool was = marked;
+  watched_dir.clear();
+  marked = false;
+  return was;
+}
+
+bool output_marked_incomplete() {
+  std::lock_guard<std::mutex> lock(watched_mutex);
+  return marked;
+}
+
+int run_in_own_group(const std::filesystem::path& dir, const std::vector<std::string>& argv,
+                     const std::string& stderr_file) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const std::string where = dir.string(), log = stderr_file;
+  const pid_t child = ::fork();
+  if (child < 0) throw Error("draw: cannot start " + argv.front() + ": " + std::strerror(errno));
+  if (child == 0) {  // only async-signal-safe calls from here to exec
+    ::setpgid(0, 0);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    if (::chdir(where.c_str()) != 0) ::_exit(126);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) ::dup2(fd, 2);
+    ::execvp(args[0], args.data());
+    static const char cannot[] = "cannot run the program (is it installed? scripts/install-deps)\n";
+    if (::write(2, cannot, sizeof cannot - 1) < 0) ::_exit(127);  // into the log the error names
+    ::_exit(127);
+  }
+  ::setpgid(child, child);  // also here: whichever runs first, the child is in its group before it draws
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0)
+    if (errno != EINTR) throw Error("draw: waiting for " + argv.front() + ": " + std::strerror(errno));
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 // ---- CsvWriter ----
@@ -240,6 +327,7 @@ void CsvWriter::keep_existing_rows(double last) {
 
 void CsvWriter::flush() {
   if (!dirty_) return;
+  mark_writing(path_);
   nn::write_file_atomically(path_, text_);
   dirty_ = false;
   last_flush_ = std::chrono::steady_clock::now();

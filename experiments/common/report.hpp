@@ -58,6 +58,22 @@ std::string drop_nonpositive(std::vector<Series>& series, bool say_why = false);
 // runs gnuplot to draw DIR/NAME.png and DIR/NAME.svg. Throws gs::Error if gnuplot fails.
 void draw(const Plot& plot, const std::filesystem::path& dir, const std::string& name);
 
+// The --out directory of a grid while its files are written (Experiment::main calls these). The first
+// file this process writes inside `dir` (a table, a plot, a CSV) first puts INCOMPLETE into it, which
+// output_complete() removes once every file is written: an interrupted or failed run leaves the folder
+// as it was (nothing written yet) or marked. output_complete returns whether the marker had been written.
+inline constexpr const char* incomplete_marker = "INCOMPLETE";
+void watch_output(const std::filesystem::path& dir, const std::string& program);
+void mark_writing(const std::filesystem::path& path);
+bool output_complete();
+bool output_marked_incomplete();
+
+// Runs argv (looked up in PATH) in `dir`, in a process group of its own (a terminal's Ctrl-C does not
+// reach it), its stderr into the file `stderr_file` (relative to dir); returns its exit status
+// (128 + the signal if one ended it).
+int run_in_own_group(const std::filesystem::path& dir, const std::vector<std::string>& argv,
+                     const std::string& stderr_file);
+
 // A label as part of a file name: a placement triple "post/layer/admin" becomes "post-layer-admin"
 // (draw() refuses a name with a '/': it would name a folder that does not exist).
 std::string file_part(std::string label);

@@ -64,7 +64,11 @@ double corpus_bytes(std::size_t vocab, std::size_t order, const std::string& tex
 }
 
 Corpus text_corpus(const std::filesystem::path& path) {
-  return make_corpus(path.string(), nn::char_dataset(path), NAN, NAN);
+  nn::Dataset data = nn::char_dataset(path);
+  if (data.vocab() < 2)  // one symbol: every next token is certain, loss 0 with nothing learned
+    throw Error("--text " + path.string() + ": has " + std::to_string(data.vocab()) +
+                " distinct byte(s); a language model needs at least 2 symbols to predict (as --vocab is at least 2)");
+  return make_corpus(path.string(), std::move(data), NAN, NAN);
 }
 
 // ---- evaluation and training ----

@@ -79,6 +79,18 @@ void save_checkpoint(const fs::path& dir, std::string_view program, const Module
     throw Error("checkpoint: cannot write " + (dir / "config.json").string() + ": " + e.what());
   }
 
+  auto require_finite = [&](const Array& a, const std::string& what) {
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!std::isfinite(a.data()[i]))
+        throw Error("checkpoint: not saving " + dir.string() + ": " + what + " holds " +
+                    (std::isnan(a.data()[i]) ? "NaN" : "Inf") + " at element " + std::to_string(i));
+  };
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    require_finite(params[i].parameter.value(), "parameter '" + params[i].name + "'");
+    if (optimizer)
+      for (std::size_t s = 0; s < optimizer->slot_names().size(); ++s)
+        require_finite(optimizer->slot(s, i), "parameter '" + params[i].name + "' (optimizer " + optimizer->slot_names()[s] + ")");
+  }
   try {
     write_directory_atomically(dir, {std::string(program), "checkpoint"}, [&](DirectoryWriter& out) {
       for (const NamedParameter& p : params) out.write(npy_name(p.name), npy_bytes(p.parameter.value()));
@@ -187,6 +199,12 @@ Array read_array(const VerifiedDirectory& files, const std::string& name, const 
   if (shape_of(value) != expected)
     throw Error("checkpoint: " + what + " in " + path + " has shape " + shape_str(shape_of(value)) +
                 ", the model expects " + shape_str(expected));
+  // A NaN or Inf weight or moment is never a state to continue from (a run that diverged saved it).
+  for (std::size_t i = 0; i < value.size(); ++i)
+    if (!std::isfinite(value.data()[i]))
+      throw Error("checkpoint: " + what + " in " + path + " holds " + (std::isnan(value.data()[i]) ? "NaN" : "Inf") +
+                  " at element " + std::to_string(i) + " of " + std::to_string(value.size()) +
+                  "; a checkpoint holds finite numbers only");
   return value;
 }
 

@@ -150,8 +150,9 @@ VerifiedDirectory::VerifiedDirectory(fs::path dir, const std::string& kind) : di
   manifest_ = read_manifest(dir_);
   const std::string file = (dir_ / manifest_name).string();
   if (manifest_.tag.kind != kind)
-    throw Error(file + ": this directory is a " + manifest_.tag.kind + " of gradscope " + manifest_.tag.program +
-                ", not a " + kind);
+    throw Error(file + ": this directory is " +
+                (manifest_.tag.kind == "out" ? std::string("an output directory (--out)") : "a " + manifest_.tag.kind) +
+                " of gradscope " + manifest_.tag.program + ", not a " + kind);
   if (!manifest_.lists_files)
     throw Error(file + ": lists no files: the directory was not completely written");
 }

@@ -1,13 +1,18 @@
 #include "nn/io/ownership.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -121,7 +126,117 @@ void remove_leftovers(const fs::path& parent, const std::string& base, const Out
   }
 }
 
+// ---- one writer per output ----
+
+// The locks this process holds, by lock file: released, and their files removed, when it exits.
+struct HeldLocks {
+  std::mutex mutex;
+  std::map<std::string, int> fds;
+  ~HeldLocks() {
+    for (const auto& [file, fd] : fds) {
+      ::unlink(file.c_str());  // first: a process that opened the file before sees another inode and retries
+      ::close(fd);
+    }
+  }
+};
+HeldLocks& held_locks() {
+  static HeldLocks locks;
+  return locks;
+}
+
+// "PID PROGRAM" as a lock file holds it; pid 0 if it holds nothing readable.
+std::pair<long, std::string> lock_holder(int fd) {
+  char buf[256] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  long pid = 0;
+  char program[128] = {};
+  if (n <= 0 || std::sscanf(buf, "%ld %127s", &pid, program) < 1) return {0, ""};
+  return {pid, program};
+}
+
+// Where a target's ancestors are: each existing directory above `target` (absolute), nearest first.
+std::vector<fs::path> existing_ancestors(const fs::path& target) {
+  std::error_code ec;
+  fs::path p = fs::absolute(target, ec).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  std::vector<fs::path> out;
+  for (fs::path a = p.parent_path(); !a.empty(); a = a.parent_path()) {
+    if (fs::is_directory(a, ec)) out.push_back(a);
+    if (a == a.root_path()) break;
+  }
+  return out;
+}
+
 }  // namespace
+
+fs::path lock_file_of(const fs::path& target) {
+  std::error_code ec;
+  fs::path p = fs::absolute(target, ec).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();  // "out/" -> "out"
+  if (p == p.root_path()) return p / ".gradscope.lock";
+  return p.parent_path() / (p.filename().string() + ".lock");
+}
+
+void lock_output(const fs::path& target, std::string_view flag, std::string_view program) {
+  const fs::path file = lock_file_of(target);
+  HeldLocks& held = held_locks();
+  std::lock_guard<std::mutex> guard(held.mutex);
+  if (held.fds.count(file.string())) return;  // this process holds it already
+  std::error_code ec;
+  if (!fs::exists(file.parent_path(), ec)) {
+    check_creatable(file.parent_path(), flag);
+    fs::create_directories(file.parent_path(), ec);
+  }
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) fail(flag, target, "cannot create its lock file " + file.string() + ": " + std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      const auto [pid, who] = lock_holder(fd);
+      ::close(fd);
+      if (err != EWOULDBLOCK) fail(flag, target, "cannot lock " + file.string() + ": " + std::strerror(err));
+      fail(flag, target, "another run is writing it: " + (who.empty() ? std::string("a process") : "gradscope " + who) +
+                             (pid > 0 ? ", pid " + std::to_string(pid) : std::string()) + " (it holds " + file.string() +
+                             "); wait for it to end, or choose another name");
+    }
+    // Locked; but if the holder before us removed the file meanwhile, the lock is on a file no one else
+    // sees: try again on the one at the path now.
+    struct stat by_fd {}, by_path {};
+    if (::fstat(fd, &by_fd) != 0 || ::stat(file.c_str(), &by_path) != 0 || by_fd.st_ino != by_path.st_ino ||
+        by_fd.st_dev != by_path.st_dev) {
+      ::close(fd);
+      continue;
+    }
+    const auto [pid, who] = lock_holder(fd);
+    if (pid > 0 && pid != ::getpid() && !process_alive(pid))
+      std::fprintf(stderr, "note: %s %s: took over the lock of gradscope %s, pid %ld, which ended without removing it\n",
+                   std::string(flag).c_str(), target.string().c_str(), who.c_str(), pid);
+    const std::string mine = std::to_string(::getpid()) + " " + std::string(program) + "\n";
+    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, mine.data(), mine.size(), 0) != static_cast<ssize_t>(mine.size())) {
+      ::close(fd);
+      fail(flag, target, "cannot write its lock file " + file.string() + ": " + std::strerror(errno));
+    }
+    held.fds[file.string()] = fd;
+    return;
+  }
+  fail(flag, target, "its lock file " + file.string() + " keeps changing; is another run starting?");
+}
+
+void check_not_inside_whole_output(const fs::path& target, std::string_view flag) {
+  std::error_code ec;
+  for (const fs::path& a : existing_ancestors(target)) {
+    if (!fs::exists(fs::symlink_status(a / manifest_name, ec))) continue;
+    Manifest m;
+    try {
+      m = read_manifest(a);
+    } catch (const Error&) {
+      continue;  // not ours to judge here; the directory's own checks refuse it where it is read
+    }
+    if (m.lists_files)
+      fail(flag, target, a.string() + " is " + describe(m.tag) + ", which holds exactly the files its manifest lists "
+                         "(a file added would make it unreadable); write elsewhere");
+  }
+}
 
 std::string this_program() { return program_invocation_short_name; }
 
@@ -217,11 +332,13 @@ void check_creatable(const fs::path& path, std::string_view flag) {
 }
 
 void claim_output_dir(const fs::path& dir, std::string_view flag, const OutputTag& tag) {
+  check_not_inside_whole_output(dir, flag);
   std::error_code ec;
   const fs::file_status st = fs::status(dir, ec);  // a symbolic link to a directory is used as that directory
   const fs::path manifest = dir / manifest_name;
   const std::string text = manifest_text(tag, nullptr);
-  auto write_manifest = [&] {
+  auto write_manifest = [&] {  // every check passed: lock it (a second run stops here), then mark it
+    lock_output(dir, flag, tag.program);
     try {
       write_file_atomically(manifest, text);
     } catch (const Error& e) {
@@ -255,6 +372,7 @@ void claim_output_dir(const fs::path& dir, std::string_view flag, const OutputTa
 void check_output_dir(const fs::path& dir, std::string_view flag, const OutputTag& tag) {
   const fs::path name = dir.lexically_normal().filename();
   if (name == "." || name == "..") fail(flag, dir, "cannot be replaced as a whole; name a directory below it");
+  check_not_inside_whole_output(dir, flag);
   remove_stale_leftovers(dir, tag);  // may move a previous output back into place first
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(dir, ec);
@@ -264,10 +382,12 @@ void check_output_dir(const fs::path& dir, std::string_view flag, const OutputTa
     if (const std::string why = why_not_replaceable(dir, tag); !why.empty()) fail(flag, dir, why + "; not replacing it");
   }
   check_creatable(dir, flag);
+  lock_output(dir, flag, tag.program);  // every check passed: a second run is refused from here on
 }
 
 void check_output_file(const fs::path& file, std::string_view flag, std::string_view program) {
   const OutputTag tag{std::string(program), ""};
+  check_not_inside_whole_output(file, flag);
   remove_stale_leftovers(file, tag);
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(file, ec);

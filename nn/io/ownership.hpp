@@ -95,6 +95,19 @@ std::string first_unlisted_file(const std::filesystem::path& dir, const Manifest
 // leftovers must have a manifest naming `tag`, a file target's must carry tag.program's signature.
 void remove_stale_leftovers(const std::filesystem::path& target, const OutputTag& tag);
 
+// One writer per output: claim_output_dir and check_output_dir lock their directory for the rest of the
+// process with lock_output. The lock is flock(2) on TARGET.lock beside the target (a directory written as
+// a whole is swapped, so the lock cannot live inside it), holding "PID PROGRAM"; the kernel releases it
+// when the process ends, however it ends, and a normal exit removes the file. A second process asking
+// for the same output is refused at once, naming the holder; a lock file left by a process that is no
+// longer running is taken over with a note on stderr. Calling it again in the same process is a no-op.
+std::filesystem::path lock_file_of(const std::filesystem::path& target);
+void lock_output(const std::filesystem::path& target, std::string_view flag, std::string_view program);
+
+// Throws gs::Error "FLAG PATH: ..." if a directory above `target` is a directory written as a whole (a
+// checkpoint or a dump: its manifest lists its files), where any file added makes it unreadable.
+void check_not_inside_whole_output(const std::filesystem::path& target, std::string_view flag);
+
 // Throws gs::Error "FLAG PATH: ..." unless `path` could be created: its nearest existing ancestor is
 // a directory in which this process can create an entry (tried by creating and removing one).
 void check_creatable(const std::filesystem::path& path, std::string_view flag);

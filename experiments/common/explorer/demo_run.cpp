@@ -6,6 +6,7 @@
 
 #include "engine/engine.hpp"
 #include "experiments/common/grid.hpp"
+#include "experiments/common/interrupt.hpp"
 #include "experiments/common/training.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
@@ -41,6 +42,7 @@ Run train_one(const DemoRun& spec, const DemoOptions& o, const experiments::Corp
   tape.keep_contributions = true;
   std::size_t step = 0;
   for (; step <= o.steps; ++step) {
+    experiments::stop_if_requested(step);  // SIGINT, SIGTERM: between steps (interrupt.hpp)
     const double loss = experiments::forward_backward(
         model, experiments::training_batch(corpus.data, o.batch, o.seq, o.seed, step));
     if (!std::isfinite(loss)) break;

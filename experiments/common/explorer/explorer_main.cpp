@@ -4,6 +4,9 @@
 //   build/bin/explorer                                 4 runs (post/pre x warmup 0/100), 300 steps each
 //   build/bin/explorer --html a.html --runs post:0 --steps 100
 //   build/bin/explorer --html both.html --html-add a.html --html-add b.html --runs ""   merge pages only
+//
+// The flags go through the shared table (experiments/common/flags.cpp) and Experiment::main: the same
+// ranges as every binary, the one-line "explorer: error: ..." format, SIGINT and SIGTERM between steps.
 #include <cstdio>
 #include <exception>
 
@@ -13,36 +16,38 @@
 #include "experiments/common/explorer/flags.hpp"
 #include "experiments/common/explorer/page.hpp"
 #include "experiments/common/explorer/recorder.hpp"
+#include "experiments/common/harness.hpp"
+#include "experiments/common/interrupt.hpp"
+#include "experiments/common/memory.hpp"
 #include "nn/config.hpp"
 
 using namespace gs::explorer;
+using gs::experiments::add_flag;
 
 int main(int argc, char** argv) {
-  CLI::App app{"explorer: train Post-LN and Pre-LN and write the explorer page (docs/explorer.md)"};
+  gs::experiments::Experiment ex("explorer", "explorer: train Post-LN and Pre-LN and write the explorer page "
+                                             "(docs/explorer.md)");
+  CLI::App& app = ex.app;
   DemoOptions o;
   HtmlOptions html;
   html.file = "out/explorer/explorer.html";
   std::vector<std::string> runs = {"post:0", "post:100", "pre:0", "pre:100"};
   add_html_options(app, html);
-  app.add_option("--runs", runs, "PLACEMENT:WARMUP pairs to train (comma-separated; empty: none)")
-      ->delimiter(',')
-      ->capture_default_str();
-  app.add_option("--steps", o.steps, "training steps per run")->check(CLI::Range(0, 100000))->capture_default_str();
-  app.add_option("--lr", o.lr, "peak learning rate of Adam(0.9, 0.98)")
-      ->check(CLI::Range(1e-8, 10.0))
-      ->capture_default_str();
-  app.add_option("--layers", o.layers, "blocks (the graph view draws up to about 4)")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  app.add_option("--d-model", o.d_model, "model width")->check(CLI::Range(1, 4096))->capture_default_str();
-  app.add_option("--heads", o.heads, "attention heads")->check(CLI::Range(1, 256))->capture_default_str();
-  app.add_option("--d-ff", o.d_ff, "feed-forward width")->check(CLI::Range(1, 16384))->capture_default_str();
-  app.add_option("--seed", o.seed, "initialisation, corpus and batch seed")->capture_default_str();
-  app.add_option("--jobs", o.jobs, "runs trained at once")->check(CLI::Range(1, 64))->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  add_flag(app, "--runs", runs, "PLACEMENT:WARMUP pairs to train (comma-separated; empty: none)");
+  add_flag(app, "--steps", o.steps, "training steps per run");
+  add_flag(app, "--lr", o.lr, "peak learning rate of Adam(0.9, 0.98)");
+  add_flag(app, "--layers", o.layers, "blocks (the graph view draws up to about 4)");
+  add_flag(app, "--d-model", o.d_model, "model width");
+  add_flag(app, "--heads", o.heads, "attention heads (must divide --d-model)");
+  add_flag(app, "--d-ff", o.d_ff, "feed-forward width");
+  add_flag(app, "--seed", o.seed, "initialisation, corpus and batch seed");
+  add_flag(app, "--jobs", o.jobs, "runs trained at once");
 
-  try {
-    if (html.file.empty()) throw gs::Error("--html: the page needs a file name");
+  return ex.main(argc, argv, [&] {
+    if (html.file.empty()) throw gs::experiments::FlagError("--html: the page needs a file name");
+    if (o.d_model % o.heads != 0)
+      throw gs::experiments::FlagError("--heads " + std::to_string(o.heads) + " does not divide --d-model " +
+                                       std::to_string(o.d_model));
     o.recorder = html.recorder();
     o.runs.clear();
     for (const std::string& r : runs) {
@@ -52,25 +57,39 @@ int main(int argc, char** argv) {
       d.placement = r.substr(0, colon);
       try {
         if (colon == std::string::npos || r.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
-            colon + 1 == r.size())
+            colon + 1 == r.size() || r.size() - colon > 10)
           throw std::invalid_argument("");
         d.warmup = std::stoul(r.substr(colon + 1));
       } catch (const std::exception&) {
-        throw gs::Error("--runs: '" + r + "' is not PLACEMENT:WARMUP, e.g. post:0 or pre:100");
+        throw gs::experiments::FlagError("--runs: '" + r + "' is not PLACEMENT:WARMUP, e.g. post:0 or pre:100");
       }
       try {
         gs::nn::parse_placement(d.placement);
       } catch (const gs::Error& e) {
-        throw gs::Error("--runs " + r + ": " + e.what());
+        throw gs::experiments::FlagError("--runs " + r + ": " + e.what());
       }
       o.runs.push_back(d);
     }
-    if (o.runs.empty() && html.add.empty()) throw gs::Error("--runs is empty and no --html-add page: nothing to write");
+    if (o.runs.empty() && html.add.empty())
+      throw gs::experiments::FlagError("--runs is empty and no --html-add page: nothing to write");
+    if (!o.runs.empty()) {  // the largest of the runs trained at once, before anything is allocated
+      gs::nn::ModelConfig c;
+      c.vocab = o.vocab, c.context = o.seq, c.d_model = o.d_model, c.heads = o.heads, c.layers = o.layers;
+      c.d_ff = o.d_ff;
+      const std::size_t at_once = std::max<std::size_t>(1, std::min<std::size_t>(o.jobs, o.runs.size()));
+      gs::experiments::check_fits(gs::experiments::footprint(c, o.batch, 2, true), at_once, 0.0,
+                                  "--layers " + std::to_string(o.layers) + " --d-model " + std::to_string(o.d_model) +
+                                      " --d-ff " + std::to_string(c.ff()) + " --jobs " + std::to_string(o.jobs));
+    }
     check_html(html, "explorer");
-    write_html(html, o.runs.empty() ? Page{} : demo_page(o), "explorer");
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "explorer: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+    Page page;
+    try {
+      if (!o.runs.empty()) page = demo_page(o);
+    } catch (const gs::experiments::Interrupted& e) {
+      if (!e.detail.empty()) throw;
+      throw gs::experiments::Interrupted(e.signal, e.step, " of a run; no page written");
+    }
+    gs::experiments::stop_if_requested_in("writing", "before writing the page; no page written");
+    write_html(html, std::move(page), "explorer");
+  });
 }

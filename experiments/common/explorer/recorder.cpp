@@ -53,12 +53,12 @@ std::vector<std::size_t> parse_steps(const std::string& text, const std::string&
       const std::size_t b = parse_count(piece.substr(colon + 1, colon2 - colon - 1), text, flag);
       const std::size_t s = parse_count(piece.substr(colon2 + 1), text, flag);
       if (s == 0 || b < a) throw Error(flag + " " + text + ": '" + piece + "' needs start <= stop and a stride >= 1");
-      for (std::size_t t = a; t <= b; t += s) steps.insert(t);
+      for (std::size_t t = a; t <= b && steps.size() <= 10000; t += s) steps.insert(t);  // capped as below
     } else if (dash != std::string::npos) {  // a-b
       const std::size_t a = parse_count(piece.substr(0, dash), text, flag);
       const std::size_t b = parse_count(piece.substr(dash + 1), text, flag);
       if (b < a) throw Error(flag + " " + text + ": '" + piece + "' runs backwards");
-      for (std::size_t t = a; t <= b; ++t) steps.insert(t);
+      for (std::size_t t = a; t <= b && steps.size() <= 10000; ++t) steps.insert(t);
     } else {
       steps.insert(parse_count(piece, text, flag));
     }

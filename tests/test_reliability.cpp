@@ -1,0 +1,356 @@
+// What docs/reliability.md promises between processes, in every phase of a run, and for numbers that
+// parse but mean nothing: one writer per output (a second run is refused naming the first, a stale lock
+// is taken over), no page inside a checkpoint, SIGINT/SIGTERM while sampling, measuring, drawing and in
+// the explorer, and the silent-nonsense flags refused before any work. Real binaries, tiny sizes.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "experiments/common/grid.hpp"
+#include "io_helpers.hpp"
+#include "nn/io/checkpoint.hpp"
+#include "nn/io/npy.hpp"
+#include "nn/io/ownership.hpp"
+#include "run_binary.hpp"
+
+using namespace gs;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using test::run_binary;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> tiny = {"--layers", "1", "--d-model", "8", "--heads", "2", "--seq", "8", "--batch", "4",
+                                       "--vocab", "8", "--eval-every", "0", "--eval-batches", "2", "--warmup", "2"};
+const std::vector<std::string> tiny_grid = {"--d-model", "8", "--heads", "2", "--seq", "6", "--batch", "3", "--seeds", "1",
+                                            "--jobs", "1"};
+
+const std::string explorer = GRADSCOPE_EXPLORER_BINARY;  // built apart from the experiments
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+// A binary started in `cwd` that stops itself at `pause_at` (GRADSCOPE_TEST_PAUSE_AT); returns its pid
+// once it has stopped. Its stdout and stderr go to cwd/.stdout and cwd/.stderr.
+pid_t start_paused(const std::string& name, const std::vector<std::string>& args, const fs::path& cwd,
+                   const char* pause_at) {
+  const std::string binary = test::binary_path(name);
+  const fs::path out = cwd / ".stdout", err = cwd / ".stderr";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+    ::setenv("GRADSCOPE_TEST_PAUSE_AT", pause_at, 1);
+    if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr)) ::_exit(126);
+    std::vector<char*> argv{const_cast<char*>(binary.c_str())};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(binary.c_str(), argv.data());
+    ::_exit(127);
+  }
+  REQUIRE(pid > 0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, WUNTRACED) == pid);
+  REQUIRE(WIFSTOPPED(status));
+  return pid;
+}
+
+// Continues a process start_paused stopped (again each time it stops at the pause point, which a grid
+// reaches once per cell) and returns its exit code.
+int resume_and_wait(pid_t pid) {
+  int status = 0;
+  do {
+    REQUIRE(::kill(pid, SIGCONT) == 0);
+    REQUIRE(::waitpid(pid, &status, WUNTRACED) == pid);
+  } while (WIFSTOPPED(status));
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool any_tmp_file(const fs::path& dir) {
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp") != std::string::npos) return true;
+  return false;
+}
+
+std::size_t lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+}  // namespace
+
+// ---- one writer per output ----
+
+TEST_CASE("two runs on one output: the second is refused at start naming the first, which completes; nothing is lost",
+          "[reliability][lock][binaries]") {
+  test::TempDir dir("lock-two");
+  fs::create_directories(dir.path / "a");
+  fs::create_directories(dir.path / "b");
+
+  // Two grids on one --out.
+  const std::vector<std::string> grid = with(tiny_grid, {"--layers", "2", "--steps", "4", "--window", "2", "--eval-batches",
+                                                         "1", "--datasets", "markov", "--placements", "pre", "--warmups", "0",
+                                                         "--out", "../o"});
+  const pid_t first = start_paused("warmup", with(grid, {"--lrs", "0.01"}), dir.path / "a", "step.2");
+  const test::Outcome second = run_binary("warmup", with(grid, {"--lrs", "0.02"}), dir.path / "b");
+  INFO(second.err);
+  CHECK(second.status == 1);
+  CHECK(lines(second.err) == 1);
+  CHECK_THAT(second.err, Contains("--out ../o: another run is writing it: gradscope warmup, pid " + std::to_string(first)));
+  REQUIRE(resume_and_wait(first) == 0);
+  const std::string runs = nn::read_file(dir.path / "o" / "runs.csv");
+  CHECK_THAT(runs, Contains("0.01"));  // the first grid's results, whole
+  CHECK_FALSE(fs::exists(dir.path / "o.lock"));  // removed at the end of the run
+
+  // Two trainings saving one checkpoint: the one that ran keeps it, with its own seed.
+  const pid_t saver = start_paused("train", with(tiny, {"--steps", "4", "--seed", "1", "--save", "../cc"}), dir.path / "a",
+                                   "step.2");
+  const test::Outcome other = run_binary("train", with(tiny, {"--steps", "4", "--seed", "2", "--save", "../cc"}), dir.path / "b");
+  CHECK(other.status == 1);
+  CHECK_THAT(other.err, Contains("--save ../cc: another run is writing it: gradscope train, pid " + std::to_string(saver)));
+  REQUIRE(resume_and_wait(saver) == 0);
+  CHECK(nn::read_checkpoint_info(dir.path / "cc").config.seed == 1);
+}
+
+TEST_CASE("a lock left by a process that ended is taken over with a note", "[reliability][lock][binaries]") {
+  test::TempDir dir("lock-stale");
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  int status = 0;
+  REQUIRE(::waitpid(gone, &status, 0) == gone);  // a pid that is certainly not running now
+  test::overwrite(dir.path / "o.lock", std::to_string(gone) + " train\n");
+  const test::Outcome r = run_binary("train", with(tiny, {"--steps", "2", "--out", "o"}), dir.path);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.err, Contains("note: --out o: took over the lock of gradscope train, pid " + std::to_string(gone) +
+                             ", which ended without removing it"));
+  CHECK_FALSE(fs::exists(dir.path / "o.lock"));
+}
+
+TEST_CASE("a page, a graph or an output directory is never written into a checkpoint or a dump",
+          "[reliability][lock][binaries]") {
+  test::TempDir dir("lock-inside");
+  REQUIRE(run_binary("train", with(tiny, {"--steps", "2", "--save", "a2"}), dir.path).status == 0);
+  for (const std::vector<std::string>& flags : std::vector<std::vector<std::string>>{
+           {"--html", "a2/page.html"}, {"--out", "a2/o"}, {"--dump", "a2/d"}}) {
+    const test::Outcome r = run_binary("train", with(tiny, with({"--steps", "2"}, flags)), dir.path);
+    INFO(flags[0] << ": " << r.err);
+    CHECK(r.status == 1);
+    CHECK_THAT(r.err, Contains(flags[0] + " " + flags[1] + ": ") && Contains("a2 is gradscope train's checkpoint"));
+  }
+  const test::Outcome graph = run_binary("train", with(tiny, {"--graph", "a2/g.dot"}), dir.path);
+  CHECK(graph.status == 1);
+  CHECK_THAT(graph.err, Contains("--graph a2/g.dot: ") && Contains("checkpoint"));
+  CHECK(nn::read_checkpoint_info(dir.path / "a2").step == 2);  // still a checkpoint that loads
+  std::size_t files = 0;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir.path / "a2")) files += e.is_regular_file();
+  CHECK(files == nn::read_manifest(dir.path / "a2").files.size() + 1);  // the listed files and the manifest
+}
+
+// ---- signals in every phase ----
+
+TEST_CASE("train: SIGINT while sampling stops the sample, prints none of it, and says the training is kept",
+          "[reliability][signals][binaries]") {
+  test::TempDir dir("sig-sample");
+  const test::Outcome r =
+      run_binary("train", with(tiny, {"--steps", "2", "--save", "ck", "--sample", "1000000000"}), dir.path, "sampling", SIGINT);
+  INFO(r.out << r.err);
+  CHECK(r.status == 130);
+  CHECK_THAT(test::last_line(r.err), StartsWith("train: interrupted by SIGINT while sampling, after 0 of 1000000000 "
+                                                "characters; the training finished and its outputs are written"));
+  CHECK(r.out.find("sample:") == std::string::npos);
+  CHECK(nn::read_checkpoint_info(dir.path / "ck").step == 2);
+}
+
+TEST_CASE("amplification: SIGTERM in its measurement loop exits 143 with no files of the grid",
+          "[reliability][signals][binaries]") {
+  test::TempDir dir("sig-amplification");
+  const test::Outcome r = run_binary("amplification", with(tiny_grid, {"--depths", "1,2", "--placements", "pre", "--batches",
+                                                                       "100000000", "--out", "o"}),
+                                     dir.path, "step.1", SIGTERM);
+  INFO(r.err);
+  CHECK(r.status == 143);
+  CHECK_THAT(test::last_line(r.err), StartsWith("amplification: interrupted by SIGTERM at step 1 of cell ") &&
+                                         Contains("; no tables or files of the grid written"));
+  CHECK(names_in(dir.path / "o") == std::vector<std::string>{nn::manifest_name});
+}
+
+TEST_CASE("an interrupted plot: no .tmp file, the folder marked INCOMPLETE until a run completes",
+          "[reliability][signals][binaries]") {
+  test::TempDir dir("sig-plot");
+  const std::vector<std::string> args = with(tiny_grid, {"--depths", "1,2", "--placements", "pre", "--out", "o"});
+  const test::Outcome r = run_binary("amplification", args, dir.path, "drawing", SIGINT);
+  INFO(r.out << r.err);
+  CHECK(r.status == 130);
+  CHECK_THAT(test::last_line(r.err), StartsWith("amplification: interrupted by SIGINT before drawing o/") &&
+                                         Contains("o/INCOMPLETE marks the files of --out as incomplete"));
+  CHECK(fs::exists(dir.path / "o" / "INCOMPLETE"));
+  CHECK_FALSE(any_tmp_file(dir.path));
+  const test::Outcome again = run_binary("amplification", args, dir.path);
+  INFO(again.err);
+  REQUIRE(again.status == 0);
+  CHECK_FALSE(fs::exists(dir.path / "o" / "INCOMPLETE"));
+  CHECK(fs::exists(dir.path / "o" / "adam_logits.png"));
+}
+
+TEST_CASE("explorer: SIGTERM between steps exits 143 and writes no page", "[reliability][signals][binaries]") {
+  test::TempDir dir("sig-explorer");
+  const test::Outcome r = run_binary(explorer, {"--runs", "pre:0", "--steps", "20", "--layers", "1", "--d-model", "8",
+                                                  "--d-ff", "16", "--html", "p.html"},
+                                     dir.path, "step.3", SIGTERM);
+  INFO(r.err);
+  CHECK(r.status == 143);
+  CHECK_THAT(test::last_line(r.err), StartsWith("explorer: interrupted by SIGTERM at step 3 of a run; no page written"));
+  CHECK_FALSE(fs::exists(dir.path / "p.html"));
+}
+
+// ---- numbers that parse but mean nothing: refused before any work ----
+
+TEST_CASE("flags that do not apply, or mean nothing together, are refused naming both", "[reliability][flags][binaries]") {
+  test::TempDir dir("nonsense");
+  struct Case {
+    std::string binary;
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"train", {"--hold", "10", "--steps", "10"}, "--hold 10 is not less than --steps 10"},
+           {"causes", {"--steps", "10"}, "--hold 20 is not less than --steps 10"},
+           {"train", {"--mixln-post", "1", "--placement", "pre"}, "--mixln-post 1 sets mixln's Post-LN blocks, and --placement pre"},
+           {"train", {"--dyt-alpha", "3", "--norm", "layer"}, "--dyt-alpha 3 sets DyT's alpha, and --placement pre"},
+           {"warmup", {"--mixln-post", "1"}, "has no mixln placement (e.g. --placement mixln)"},
+           {"train", {"--optimizer", "sgd", "--adam-beta2", "0.9"}, "--adam-beta2 0.9 is a hyperparameter of Adam, and "
+                                                                    "--optimizer is sgd"},
+           {"train", {"--warmup", "18446744073709551615"}, "--warmup: '18446744073709551615' is too large"},
+           {explorer, {"--lr", "nan"}, "explorer: error: --lr: 'nan' is not a finite number > 0"},
+           {explorer, {"--lr", "0"}, "explorer: error: --lr: '0' is not a finite number > 0"},
+       }) {
+    INFO(c.binary << " " << c.args.front());
+    const test::Outcome r = run_binary(c.binary, c.args, dir.path);
+    INFO(r.err);
+    CHECK(r.status == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK_THAT(r.err, Contains(c.says));
+  }
+  CHECK(fs::is_empty(dir.path));  // no work started, nothing written
+}
+
+TEST_CASE("mixln: --mixln-post K builds for every K from 0 to --layers, and is refused above", "[reliability][flags][binaries]") {
+  test::TempDir dir("mixln");
+  for (const std::string layers : {"1", "3"})
+    for (int k = 0; k <= std::stoi(layers) + 1; ++k) {
+      INFO("--layers " << layers << " --mixln-post " << k);
+      std::vector<std::string> args = with(tiny, {"--steps", "1", "--placement", "mixln", "--mixln-post", std::to_string(k)});
+      args[1] = layers;  // tiny's --layers
+      const test::Outcome r = run_binary("train", args, dir.path);
+      INFO(r.err);
+      if (k <= std::stoi(layers)) {
+        CHECK(r.status == 0);
+        CHECK_THAT(r.out, Contains("\"mixln_post\": " + std::to_string(k)));
+      } else {
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Contains("mixln_post " + std::to_string(k) + " is more than the " + layers + " layers"));
+      }
+    }
+}
+
+TEST_CASE("train refuses a resume to fewer steps than done, and a text of one distinct byte", "[reliability][flags][binaries]") {
+  test::TempDir dir("train-nonsense");
+  REQUIRE(run_binary("train", with(tiny, {"--steps", "4", "--save", "ck"}), dir.path).status == 0);
+  const test::Outcome back = run_binary("train", {"--resume", "ck", "--steps", "2"}, dir.path);
+  CHECK(back.status == 2);
+  CHECK_THAT(back.err, Contains("--resume ck: the checkpoint is at step 4, past --steps 2: there is nothing to train"));
+  test::overwrite(dir.path / "one.txt", std::string(5000, 'a'));
+  const test::Outcome one = run_binary("train", with(tiny, {"--steps", "2", "--text", "one.txt"}), dir.path);
+  CHECK(one.status == 1);
+  CHECK_THAT(one.err, Contains("--text one.txt: has 1 distinct byte(s); a language model needs at least 2 symbols"));
+}
+
+TEST_CASE("a checkpoint holding a NaN weight is refused naming the tensor", "[reliability][checkpoint]") {
+  test::TempDir dir("nan-checkpoint");
+  test::TinyRun run(5);
+  nn::save_checkpoint(dir.path / "ck", "test", run.model, run.model.config, 1, &run.adam);
+  const fs::path file = dir.path / "ck" / "head.bias.npy";
+  Array bias = nn::parse_npy_f8(nn::read_file(file), file.string());
+  bias.data()[1] = std::numeric_limits<double>::quiet_NaN();
+  test::overwrite(file, nn::npy_bytes(bias));
+  test::reseal(dir.path / "ck");
+  test::TinyRun other(6);
+  CHECK_THROWS_WITH(nn::load_checkpoint(dir.path / "ck", other.model, other.model.config, &other.adam),
+                    Contains("parameter 'head.bias'") && Contains("holds NaN at element 1"));
+  // And a model with a NaN is not saved.
+  run.model.named_parameters().front().parameter.value().data()[0] = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH(nn::save_checkpoint(dir.path / "ck2", "test", run.model, run.model.config, 1, &run.adam),
+                    Contains("not saving") && Contains("holds Inf at element 0"));
+  CHECK_FALSE(fs::exists(dir.path / "ck2"));
+}
+
+TEST_CASE("a merge refuses a shard whose cells.csv was changed, and a verdict that is no code", "[reliability][shards]") {
+  test::TempDir dir("shards");
+  using namespace gs::experiments;
+  Grid g;
+  g.axis("lr", {"0.01", "0.1"});
+  std::vector<Record> records(g.size());
+  for (std::size_t c = 0; c < g.size(); ++c) {
+    records[c].set("loss", 1.5 + static_cast<double>(c));
+    records[c].set("verdict", 0.0);
+  }
+  write_shard(dir.path / "s", g, Shard{1, 1}.cells(g.size()), records, "test", Shard{1, 1}, "");
+  REQUIRE(read_shards({(dir.path / "s").string()}, g, "test", "").size() == 2);
+  const fs::path cells = dir.path / "s" / "cells.csv";
+  std::string text = nn::read_file(cells);
+  const std::size_t at = text.find("1.5");
+  REQUIRE(at != std::string::npos);
+  test::overwrite(cells, text.substr(0, at) + "nan" + text.substr(at + 3));
+  CHECK_THROWS_WITH(read_shards({(dir.path / "s").string()}, g, "test", ""),
+                    Contains("cells.csv has SHA-256") && Contains("changed or corrupted"));
+  // A verdict code 7 with the checksum made to match: refused by its meaning.
+  text = nn::read_file((dir.path / "s" / "cells.csv"));
+  text = text.substr(0, text.rfind("verdict,0")) + "verdict,7\n";
+  test::overwrite(cells, text);
+  std::string meta = nn::read_file(dir.path / "s" / "shard.txt");
+  meta = meta.substr(0, meta.find("cells_sha256 ")) + "cells_sha256 " + nn::sha256_hex(text) + "\n";
+  test::overwrite(dir.path / "s" / "shard.txt", meta);
+  CHECK_THROWS_WITH(read_shards({(dir.path / "s").string()}, g, "test", ""), Contains("verdict 7, not a verdict code"));
+}
+
+// ---- measurements that mean nothing, memory ----
+
+TEST_CASE("amplification: an --eps whose perturbation overflows or vanishes is an error naming it, before any file",
+          "[reliability][binaries]") {
+  test::TempDir dir("eps");
+  for (const std::string eps : {"1e300", "1e-300"}) {
+    fs::remove_all(dir.path / "o");
+    const test::Outcome r =
+        run_binary("amplification", with(tiny_grid, {"--depths", "1,2", "--placements", "pre", "--eps", eps, "--out", "o"}), dir.path);
+    INFO(r.err);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Contains("amplification: error: --eps " + std::string(eps == "1e300" ? "1e+300" : "1e-300") +
+                               " gives A = "));
+    CHECK(names_in(dir.path / "o") == std::vector<std::string>{nn::manifest_name});
+  }
+}
+
+TEST_CASE("the memory estimate covers --graph, the snapshot list and the benchmark's chain", "[reliability][memory][binaries]") {
+  test::TempDir dir("memory");
+  const test::Outcome graph = run_binary("train", {"--layers", "100000", "--graph", "g.dot"}, dir.path);
+  CHECK(graph.status == 1);
+  CHECK_THAT(graph.err, Contains("this run needs about") && Contains("set by --graph with --layers 100000"));
+  const test::Outcome chain = run_binary("bench_engine_overhead", {"--chain", "2000000000", "--reps", "1"}, dir.path);
+  CHECK(chain.status == 1);
+  CHECK_THAT(chain.err, Contains("this run needs about") && Contains("--chain 2000000000"));
+  const test::Outcome snapshots = run_binary(explorer, {"--snapshot-steps", "0:99999999:1"}, dir.path);
+  CHECK(snapshots.status == 1);
+  CHECK_THAT(snapshots.err, Contains("more than 10000 snapshot steps"));
+  CHECK_FALSE(fs::exists(dir.path / "g.dot"));
+}
