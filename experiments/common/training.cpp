@@ -78,7 +78,8 @@ double evaluate(nn::TransformerLM& model, const nn::Dataset& data, std::size_t b
   for (std::size_t i = 0; i < batches; ++i) {
     tape.reset();
     const nn::Batch b = data.batch(nn::Split::validation, batch, seq, rng);
-    total += model.loss(b.inputs, b.targets).value()();
+    model.loss(b.inputs, b.targets);
+    total += model.last.ce.value()();  // the cross-entropy, without the z-loss term
   }
   tape.reset();
   return total / static_cast<double>(batches);
@@ -87,10 +88,9 @@ double evaluate(nn::TransformerLM& model, const nn::Dataset& data, std::size_t b
 double forward_backward(nn::TransformerLM& model, const nn::Batch& batch) {
   Tape::current().reset();
   model.zero_grad();
-  const Var l = model.loss(batch.inputs, batch.targets);
-  const double loss = l.value()();
-  if (std::isfinite(loss)) l.backward();
-  return loss;
+  const Var l = model.loss(batch.inputs, batch.targets);  // CE (+ z-loss)
+  if (std::isfinite(l.value()())) l.backward();
+  return std::isfinite(l.value()()) ? model.last.ce.value()() : l.value()();  // the CE, NaN/Inf if the loss was
 }
 
 Update apply_update(nn::Optimizer& optimizer, const nn::Schedule& schedule, std::size_t step, double clip) {
@@ -109,7 +109,8 @@ nn::Interventions OptimizerSetup::interventions() const {
 
 std::unique_ptr<nn::Optimizer> OptimizerSetup::make(nn::TransformerLM& model) const {
   model.set_interventions(interventions());
-  return nn::make_optimizer(optimizer, model.named_parameters(), weight_decay, beta1, beta2, eps);
+  model.z_loss = z_loss;
+  return nn::make_optimizer(optimizer, model.named_parameters(), weight_decay, beta1, beta2, eps, adam_v0 == "g0sq");
 }
 
 nn::Schedule OptimizerSetup::with_hold(nn::Schedule schedule) const {
@@ -125,6 +126,11 @@ std::string OptimizerSetup::text() const {
   else
     std::snprintf(buf, sizeof buf, "%s(beta1 %g, beta2 %g, eps %g)", optimizer.c_str(), beta1, beta2, eps);
   std::string s = buf;
+  if (adam_v0 == "g0sq") s += ", v0 g0sq";
+  if (z_loss != 0.0) {
+    std::snprintf(buf, sizeof buf, ", z-loss %g", z_loss);
+    s += buf;
+  }
   if (hold) s += ", hold " + std::to_string(hold);
   const nn::Interventions i = interventions();
   if (i.any()) s += ", intervene " + nn::to_string(i);

@@ -1,0 +1,129 @@
+// lrsweep: the learning-rate sensitivity of Wortsman et al. against a hand computation; a tiny sweep
+// (its tables and files), the same sweep as two shards merged (the same numbers), and its refusals.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "experiments/common/lr_sensitivity.hpp"
+#include "io_helpers.hpp"
+#include "run_binary.hpp"
+
+using namespace gs;
+using test::run_binary;
+namespace fs = std::filesystem;
+
+TEST_CASE("LR sensitivity: mean over lrs of min(final, init) minus the best final loss, by hand",
+          "[experiments][lrsweep]") {
+  // init 2.0; finals 1.5, 1.2, 2.5 (clipped to 2.0), NaN (diverged: 2.0):
+  // mean of {1.5, 1.2, 2.0, 2.0} = 6.7 / 4 = 1.675; best 1.2; sensitivity 0.475.
+  REQUIRE(experiments::lr_sensitivity({1.5, 1.2, 2.5, NAN}, 2.0) == Approx(0.475).epsilon(1e-15));
+  // Every lr at the best loss: 0.
+  REQUIRE(experiments::lr_sensitivity({1.1, 1.1, 1.1}, 2.0) == 0.0);
+  // Only one lr learns: (1.0 + 2 + 2) / 3 - 1.0 = 2/3.
+  REQUIRE(experiments::lr_sensitivity({INFINITY, 1.0, 3.0}, 2.0) == Approx(2.0 / 3.0).epsilon(1e-15));
+  // No finite final loss: no best, NaN.
+  REQUIRE(std::isnan(experiments::lr_sensitivity({NAN, NAN}, 2.0)));
+}
+
+namespace {
+
+const std::vector<std::string> tiny = {"--variants", "pre,out+qk+z,post+warmup+gi", "--lrs", "1e-3,1e-1,1",
+                                       "--steps", "6", "--warmup", "3", "--seeds", "2", "--layers", "1",
+                                       "--d-model", "8", "--heads", "2", "--seq", "6", "--batch", "2",
+                                       "--eval-batches", "1", "--jobs", "1"};
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("a tiny lrsweep prints the sensitivity of each variant and writes its files; two shards merge to it",
+          "[experiments][lrsweep]") {
+  test::TempDir dir("lrsweep");
+  const test::Outcome whole = run_binary("lrsweep", with(tiny, {"--out", "whole"}), dir.path);
+  INFO(whole.out << whole.err);
+  REQUIRE(whole.status == 0);
+  REQUIRE(whole.out.find("18 runs (3 variants x 3 lrs x 2 seeds)") != std::string::npos);
+  REQUIRE(whole.out.find("LR sensitivity") != std::string::npos);
+  for (const char* v : {"pre", "out+qk+z", "post+warmup+gi"}) REQUIRE(whole.out.find(v) != std::string::npos);
+  for (const char* f : {"final_loss.csv", "sensitivity.csv", "runs.csv", "steps.csv", "att_logit_max.csv",
+                        "final_loss.png", "att_logit_max.svg"})
+    REQUIRE(fs::exists(dir.path / "whole" / f));
+  // runs.csv: 18 runs and a header; each run's init loss near log V = log 16 (a fresh model).
+  const std::string runs = read(dir.path / "whole" / "runs.csv");
+  REQUIRE(std::count(runs.begin(), runs.end(), '\n') == 19);
+  // The sensitivity printed per variant is the formula on runs.csv's numbers (recomputed from the file).
+  std::stringstream lines(runs);
+  std::string line;
+  std::getline(lines, line);  // header
+  std::map<std::pair<std::string, std::string>, std::pair<std::vector<double>, double>> by_seed;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> f;
+    std::stringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    auto& [finals, init] = by_seed[{f[0], f[2]}];
+    finals.push_back(f[4] == "NaN" || f[4] == "nan" ? NAN : std::stod(f[4]));
+    init = std::stod(f[3]);
+    REQUIRE(init == Approx(std::log(16.0)).margin(0.5));
+  }
+  REQUIRE(by_seed.size() == 6);
+  const std::string sens = read(dir.path / "whole" / "sensitivity.csv");
+  std::stringstream sens_lines(sens);
+  std::getline(sens_lines, line);  // header: variant,lr_sensitivity,per_seed,...
+  std::size_t variants = 0;
+  while (std::getline(sens_lines, line)) {
+    std::vector<std::string> f;
+    std::stringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    std::stringstream per_seed(f[2]);
+    for (const char* seed : {"0", "1"}) {
+      double printed = NAN;
+      per_seed >> printed;
+      const auto& [finals, init] = by_seed.at({f[0], seed});
+      INFO(f[0] << " seed " << seed);
+      REQUIRE(printed == Approx(experiments::lr_sensitivity(finals, init)).epsilon(2e-3).margin(1e-3));
+    }
+    ++variants;
+  }
+  REQUIRE(variants == 3);
+  // Two shards and a merge: the same tables.
+  for (const char* k : {"1/2", "2/2"}) {
+    const test::Outcome shard = run_binary("lrsweep", with(tiny, {"--shard", k, "--out", std::string("s") + k[0]}), dir.path);
+    INFO(shard.err);
+    REQUIRE(shard.status == 0);
+  }
+  const test::Outcome merged = run_binary("lrsweep", with(tiny, {"--merge", "s1,s2", "--out", "merged"}), dir.path);
+  INFO(merged.err);
+  REQUIRE(merged.status == 0);
+  REQUIRE(read(dir.path / "merged" / "sensitivity.csv") == sens);
+  REQUIRE(read(dir.path / "merged" / "runs.csv") == runs);
+}
+
+TEST_CASE("lrsweep refuses an unknown variant option and a refused placement in one line", "[experiments][lrsweep]") {
+  test::TempDir dir("lrsweep-bad");
+  const test::Outcome bad = run_binary("lrsweep", {"--variants", "pre+qq", "--steps", "2"}, dir.path);
+  REQUIRE(bad.status == 2);
+  REQUIRE(bad.err == "lrsweep: error: --variants pre+qq: unknown option 'qq' (a variant is a placement with options "
+                     "joined by '+': qk, qkrms, z, warmup, gi)\n");
+  const test::Outcome refused = run_binary("lrsweep", {"--variants", "out/none", "--steps", "2"}, dir.path);
+  REQUIRE(refused.status == 2);
+  REQUIRE(refused.err.find("with norm none") != std::string::npos);
+  REQUIRE(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
+  const test::Outcome z = run_binary("lrsweep", {"--z-loss", "0.1", "--steps", "2"}, dir.path);
+  REQUIRE(z.status == 2);
+  REQUIRE(z.err.find("leave --z-loss and --adam-v0 out") != std::string::npos);
+}
