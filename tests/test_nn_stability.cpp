@@ -323,7 +323,7 @@ TEST_CASE("GI-Adam on AdamW and RAdam: the same start, against scalar references
       REQUIRE(two.a.value()(0) == Approx(th).epsilon(1e-14));
     }
   }
-  // RAdam, beta2 0.9 (rho_inf = 19, so the rectified steps start at t = 2): v_hat = v.
+  // RAdam, beta2 0.9 (rho_inf = 19: rho_t > 5 from t = 6 on, three rectified steps of eight): v_hat = v.
   {
     Two two;
     auto opt = make_optimizer("radam", two.named_parameters(), 0.0, 0.9, 0.9, 1e-8, true);
