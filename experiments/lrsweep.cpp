@@ -18,7 +18,7 @@
 // attention entropy over the heads, the mean of log Z = logsumexp of the output logits over the
 // positions, and the RMS of the output logits.
 //
-//   build/bin/lrsweep                                                the default sweep (~10 min, 2 cores)
+//   build/bin/lrsweep                                                the default sweep (about 4 CPU-minutes)
 //   build/bin/lrsweep --variants pre,pre+qk --lrs 1e-3,1e-2,1e-1 --seeds 2 --steps 100
 #include <algorithm>
 #include <chrono>

@@ -10,6 +10,8 @@
 
 #include "check.hpp"
 #include "experiments/common/lr_sensitivity.hpp"
+#include "experiments/common/step_measures.hpp"
+#include "nn/transformer_lm.hpp"
 #include "io_helpers.hpp"
 #include "run_binary.hpp"
 
@@ -28,6 +30,56 @@ TEST_CASE("LR sensitivity: mean over lrs of min(final, init) minus the best fina
   REQUIRE(experiments::lr_sensitivity({INFINITY, 1.0, 3.0}, 2.0) == Approx(2.0 / 3.0).epsilon(1e-15));
   // No finite final loss: no best, NaN.
   REQUIRE(std::isnan(experiments::lr_sensitivity({NAN, NAN}, 2.0)));
+}
+
+TEST_CASE("the per-step measures: largest attention logit, log Z and logit RMS, against loops over the formulas",
+          "[experiments][lrsweep][step_measures]") {
+  for (const char* qk : {"none", "layer"}) {
+    INFO("qk-norm " << qk);
+    nn::ModelConfig c;
+    c.vocab = 7, c.context = 5, c.d_model = 8, c.heads = 2, c.layers = 2, c.seed = 4;
+    c.qk_norm = nn::parse_qk_norm(qk);
+    nn::TransformerLM model(c);
+    Tape tape;
+    TapeScope scope(tape);
+    const IndexArray ids = {{1, 5, 2, 6, 0}, {3, 3, 4, 0, 6}};
+    model.logits(ids);
+    const std::vector<double> measured = experiments::attention_logit_max(model);
+    REQUIRE(measured.size() == 4);  // 2 blocks x 2 heads
+    for (std::size_t b = 0; b < 2; ++b) {
+      // q and k again from what the attention read (pre: ln1's output), through the qk-norm's layers
+      const nn::CausalSelfAttention& at = model.blocks[b]->attn;
+      Var q = at.q.forward(model.blocks[b]->last.attn_in), k = at.k.forward(model.blocks[b]->last.attn_in);
+      if (at.q_norm) {
+        q = reshape(at.q_norm->forward(reshape(q, {2, 5, 2, 4})), {2, 5, 8});
+        k = reshape(at.k_norm->forward(reshape(k, {2, 5, 2, 4})), {2, 5, 8});
+      }
+      for (std::size_t h = 0; h < 2; ++h) {
+        double m = 0.0;
+        for (std::size_t n = 0; n < 2; ++n)
+          for (std::size_t i = 0; i < 5; ++i)
+            for (std::size_t j = 0; j <= i; ++j) {
+              double dot = 0.0;
+              for (std::size_t f = 0; f < 4; ++f) dot += q.value()(n, i, h * 4 + f) * k.value()(n, j, h * 4 + f);
+              m = std::max(m, std::abs(dot) / 2.0);  // sqrt(dh) = 2
+            }
+        REQUIRE(measured[b * 2 + h] == Approx(m).epsilon(1e-12));
+      }
+    }
+    const experiments::OutputLogits o = experiments::output_logits(model);
+    const Array& z = model.last.logits.value();
+    double sum = 0.0, mx = -1e300, sq = 0.0;
+    for (std::size_t n = 0; n < 2; ++n)
+      for (std::size_t t = 0; t < 5; ++t) {
+        double e = 0.0;
+        for (std::size_t v = 0; v < 7; ++v) e += std::exp(z(n, t, v)), sq += z(n, t, v) * z(n, t, v);
+        sum += std::log(e);
+        mx = std::max(mx, std::log(e));
+      }
+    REQUIRE(o.log_z_mean == Approx(sum / 10.0).epsilon(1e-13));
+    REQUIRE(o.log_z_max == Approx(mx).epsilon(1e-13));
+    REQUIRE(o.rms == Approx(std::sqrt(sq / 70.0)).epsilon(1e-13));
+  }
 }
 
 namespace {
