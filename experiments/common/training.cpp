@@ -1,5 +1,6 @@
 #include "experiments/common/training.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -7,6 +8,7 @@
 #include "engine/engine.hpp"
 #include "experiments/common/explorer/recorder.hpp"
 #include "experiments/common/interrupt.hpp"
+#include "experiments/common/step_measures.hpp"
 #include "nn/data/markov.hpp"
 
 namespace gs::experiments {
@@ -163,6 +165,16 @@ StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const 
     explorer::Run& run = setup.recorder->run();
     run.declare_chart({"lr", "learning rate", "The rate of the update that followed the step's pass.", "lr", false});
     run.add_point("lr", "lr", step, u.lr);
+    // The stability measures of the step's forward pass (step_measures.hpp, docs/stability.md).
+    const std::vector<double> logit_max = attention_logit_max(model);
+    run.declare_chart({"att_logit_max", "largest attention logit", "The largest |q.k|/sqrt(dh) of any head in the "
+                       "step's forward pass (attention-logit growth; qk-norm bounds it).", "|logit|", true});
+    run.add_point("att_logit_max", "max over heads", step, *std::max_element(logit_max.begin(), logit_max.end()));
+    const OutputLogits o = output_logits(model);
+    run.declare_chart({"log_z", "log Z of the output", "log Z = logsumexp of the output logits, mean and max over the "
+                       "step's positions (what the z-loss holds near 0).", "log Z", false});
+    run.add_point("log_z", "mean", step, o.log_z_mean);
+    run.add_point("log_z", "max", step, o.log_z_max);
   }
   return r;
 }
