@@ -90,9 +90,10 @@ double min_of(const std::vector<double>& v) { return v.empty() ? NAN : *std::min
 
 // One run. The record: "init_loss", "final_loss" (NaN if a step's loss was NaN/Inf), "blew_up" (its
 // 1-based step, 0: none), and per step "losses", "att_logit_max" (over blocks and heads),
-// "att_entropy_min" (over blocks and heads), "log_z_mean", "logit_rms".
+// "att_entropy_min" (over blocks and heads), "log_z_mean", "logit_rms". With --html, the first seed's
+// run is recorded for the explorer page.
 Record run_one(ModelOptions m, const Variant& v, const Corpus& corpus, double lr, const SweepOptions& so,
-               OptimizerSetup opt, Tick& tick) {
+               OptimizerSetup opt, Tick& tick, Experiment& ex, const Cell& cell) {
   m.vocab = corpus.data.vocab();
   m.placement = v.placement;
   if (v.qk_norm != "none") m.qk_norm = v.qk_norm;
@@ -102,7 +103,9 @@ Record run_one(ModelOptions m, const Variant& v, const Corpus& corpus, double lr
   const std::unique_ptr<nn::Optimizer> optimizer = opt.make(model);
   const std::size_t warmup = v.warmup ? so.warmup : 0;
   const nn::Schedule schedule = opt.with_hold({nn::ScheduleKind::cosine, lr, warmup, so.steps, 0.1});
-  const StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0};
+  StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0};
+  const auto rec = cell["seed"] == 0 ? ex.recorder(cell.grid->describe(cell.index), model) : nullptr;
+  setup.recorder = rec.get();
   Record r;
   r.set("init_loss", evaluate(model, corpus.data, m.batch, m.seq, so.eval_batches, m.seed));
   std::size_t blew_up = 0;
@@ -125,6 +128,11 @@ Record run_one(ModelOptions m, const Variant& v, const Corpus& corpus, double lr
   }
   r.set("final_loss", blew_up ? NAN : evaluate(model, corpus.data, m.batch, m.seq, so.eval_batches, m.seed));
   r.set("blew_up", static_cast<double>(blew_up));
+  if (rec) {
+    rec->run().facts = {{"program", "lrsweep"}, {"run", cell.grid->describe(cell.index)}, {"data", corpus.name},
+                        {"held-out loss", fmt(r.get("final_loss"))}};
+    ex.add_run(cell.index, rec->take());
+  }
   return r;
 }
 
@@ -328,7 +336,7 @@ int main(int argc, char** argv) {
     if (so.warmup > so.steps)
       throw FlagError("--warmup " + std::to_string(so.warmup) + " is more than --steps " + std::to_string(so.steps));
     const std::size_t runs = variants.size() * so.lrs.size() * ex.seeds;
-    ex.check_memory(mo.config(), 2, false, runs, corpus_bytes(mo.vocab, 2, ""));
+    ex.check_memory(mo.config(), 2, ex.html_wanted(), runs, corpus_bytes(mo.vocab, 2, ""));
     MarkovCorpusOptions co;
     co.vocab = mo.vocab;
     co.seed = mo.seed;
@@ -347,7 +355,7 @@ int main(int argc, char** argv) {
     const auto results = ex.run_cells(grid, "steps", [&](const Cell&) { return so.steps; }, [&](const Cell& c, Tick& tick) {
       ModelOptions m = mo;
       m.seed = ex.seed_list()[c["seed"]];
-      return run_one(m, variants[c["variant"]], corpus, so.lrs[c["lr"]], so, opt, tick);
+      return run_one(m, variants[c["variant"]], corpus, so.lrs[c["lr"]], so, opt, tick, ex, c);
     });
     if (!results) return;
     report(Sweep{*results, so}, corpus, ex.seed_list(), ex.out);
