@@ -104,6 +104,8 @@ std::vector<NormLayer*> Block::norms() const {
 
 void Block::set_fused_norms(bool fused) {
   for (NormLayer* n : norms()) n->fused = fused;
+  for (NormLayer* n : {attn.q_norm.get(), attn.k_norm.get()})  // qk-norm's, where present
+    if (n) n->fused = fused;
 }
 
 Var Block::forward(const Var& x, Site site) {

@@ -71,7 +71,7 @@ class Block : public Module {
   Block(const ModelConfig& config, std::size_t index, Initializer& init);
 
   Var forward(const Var& x, Site site = Site::current());  // (B, T, C) -> (B, T, C)
-  void set_fused_norms(bool fused);  // fused or composite norms (default fused)
+  void set_fused_norms(bool fused);  // fused or composite norms (default fused), qk-norm's too
   std::vector<NormLayer*> norms() const;  // the block's norms that exist: ln1, ln_attn_out, ln2, ln_mlp_out
 
   Placement placement;  // this block's own layout: post, pre, peri, b2t or out (mixln's blocks are post or pre)

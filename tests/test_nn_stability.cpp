@@ -154,10 +154,10 @@ TEST_CASE("a block with qk-norm passes gradient checks w.r.t. its input and para
         c.qk_norm = qk;
         Initializer init(Init::xavier, 1);
         Block block(c, 0, init);
-        block.set_fused_norms(fused);
+        block.set_fused_norms(fused);  // qk-norm's norms too
+        REQUIRE(block.attn.q_norm->fused == fused);
+        REQUIRE(block.attn.k_norm->fused == fused);
         block.attn.fused = fused;
-        block.attn.q_norm->fused = fused;
-        block.attn.k_norm->fused = fused;
         test::jitter(block.named_parameters(), 0.2, 7);
         REQUIRE_PARAM_GRADCHECK(block.named_parameters(), {test::randn({2, 3, 4}, 2)},
                                 [&](const std::vector<Var>& v) { return block.forward(v[0]); });
