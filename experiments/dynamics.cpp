@@ -25,6 +25,10 @@
 //                   attention, MLP and rest (norms, residual scalars), the output (steps.csv only)
 //   attention entropy  of each head's weights in the forward pass before update t, mean over the batch
 //                   and query positions (steps.csv only)
+//   attention logit of each head, the largest |q.k|/sqrt(dh) over the batch and the unmasked pairs, in
+//                   the same forward pass (steps.csv; the plot att_logit_max shows the max over heads)
+//   log Z, logit RMS  of the output logits of the same forward pass: the mean and max over positions of
+//                   log Z = logsumexp of the logits, and their RMS (steps.csv; plots log_z and logit_rms)
 //
 // The defaults are the warmup grid's model and corpus (6 layers, d 32, the Markov corpus, Adam(0.9, 0.98))
 // at lr 1e-2: in warmup's default grid the smallest learning rate at which Post-LN without warmup ends
@@ -115,6 +119,14 @@ Record run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const D
       rec->run().declare_chart({"output_move", "output move", "RMS over the probe batch of logits after the update "
                                 "minus logits before it (dynamics' link 1).", "RMS", true});
       rec->run().add_point("output_move", "logits", step, r.output_move);
+      rec->run().declare_chart({"att_logit_max", "largest attention logit", "The largest |q.k|/sqrt(dh) of any head in "
+                                "the step's forward pass (attention-logit growth).", "|logit|", true});
+      rec->run().add_point("att_logit_max", "max over heads",  step,
+                           *std::max_element(r.att_logit_max.begin(), r.att_logit_max.end()));
+      rec->run().declare_chart({"log_z", "log Z of the output", "log Z = logsumexp of the output logits, mean and max "
+                                "over the step's positions (what the z-loss holds near 0).", "log Z", false});
+      rec->run().add_point("log_z", "mean", step, r.log_z_mean);
+      rec->run().add_point("log_z", "max", step, r.log_z_max);
     }
     before = std::move(after);
     char what[96];
@@ -174,6 +186,11 @@ const Field emb_ratio = [](const StepRecord& r) {
 };
 const Field output_move = [](const StepRecord& r) { return r.output_move; };
 const Field train_loss = [](const StepRecord& r) { return r.loss; };
+const Field att_logit_max = [](const StepRecord& r) {
+  return r.att_logit_max.empty() ? NAN : *std::max_element(r.att_logit_max.begin(), r.att_logit_max.end());
+};
+const Field log_z_mean = [](const StepRecord& r) { return r.log_z_mean; };
+const Field logit_rms = [](const StepRecord& r) { return r.logit_rms; };
 
 // A number from one seed's run; NaN where the run did not get far enough.
 using Measure = std::function<double(const RunTrace&)>;
@@ -355,6 +372,10 @@ void write_steps_csv(const Runs& runs, const ModelOptions& mo, unsigned seed0, c
   for (std::size_t b = 0; b < mo.layers; ++b)
     for (std::size_t h = 0; h < mo.heads; ++h)
       cols.push_back("att_entropy_b" + std::to_string(b) + "h" + std::to_string(h));
+  for (std::size_t b = 0; b < mo.layers; ++b)
+    for (std::size_t h = 0; h < mo.heads; ++h)
+      cols.push_back("att_logit_max_b" + std::to_string(b) + "h" + std::to_string(h));
+  for (const char* c : {"log_z_mean", "log_z_max", "logit_rms"}) cols.push_back(c);
   Table t(cols);
   for (const auto& [k, tr] : runs)
     for (std::size_t s = 0; s < tr.size(); ++s)
@@ -368,6 +389,8 @@ void write_steps_csv(const Runs& runs, const ModelOptions& mo, unsigned seed0, c
         for (std::size_t j = 0; j < max_ln; ++j) row.push_back(j < r.ln_gain.size() ? fmt(r.ln_gain[j], 7) : "");
         for (double u : r.update_ratio) row.push_back(fmt(u, 7));
         for (double e : r.att_entropy) row.push_back(fmt(e, 7));
+        for (double a : r.att_logit_max) row.push_back(fmt(a, 7));
+        for (double x : {r.log_z_mean, r.log_z_max, r.logit_rms}) row.push_back(fmt(x, 7));
         t.add_row(row);
       }
   t.write_csv(dir / "steps.csv");
@@ -382,6 +405,10 @@ void plots(const Runs& runs, const Corpus& corpus, const ModelOptions& mo, const
   draw_runs(runs, output_move, "output move: RMS change of the probe logits per update", "RMS change (log scale)", true,
             dir, "output_move");
   draw_runs(runs, ln_rms, "RMS of the LN inputs, mean over the LNs", "RMS (log scale)", true, dir, "ln_input_rms");
+  draw_runs(runs, att_logit_max, "largest |attention logit| over blocks and heads", "|q.k|/sqrt(dh) (log scale)", true,
+            dir, "att_logit_max");
+  draw_runs(runs, log_z_mean, "mean log Z of the output logits", "log Z", false, dir, "log_z");
+  draw_runs(runs, logit_rms, "RMS of the output logits", "RMS (log scale)", true, dir, "logit_rms");
   draw_runs(runs, grad_ratio, "|dL/dW| of block 0 over |dL/dW| of the top block", "ratio (log scale)", true, dir,
             "grad_ratio");
   std::vector<Series> predicted;
@@ -451,7 +478,7 @@ int main(int argc, char** argv) {
     write_steps_csv(traces, mo, mo.seed, dir);
     plots(traces, corpus, mo, o, dir);
     std::printf(
-        "\nwrote %s: steps.csv, link{1..4}_*.csv; plots loss, output_move, ln_input_rms, grad_ratio, ln_gain, "
+        "\nwrote %s: steps.csv, link{1..4}_*.csv; plots loss, output_move, ln_input_rms, att_logit_max, log_z, logit_rms, grad_ratio, ln_gain, "
         "grads_<run>, ln_input_<run> (.png, .svg)\ntime: %.1f s\n",
         dir.string().c_str(), seconds_since(start));
   });

@@ -176,8 +176,9 @@ Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const Ste
                   const TrainOptions& o) {
   std::unique_ptr<CsvWriter> train_csv, eval_csv;
   if (!o.out.empty()) {
-    train_csv = std::make_unique<CsvWriter>(std::filesystem::path(o.out) / "train.csv",
-                                            std::vector<std::string>{"step", "loss", "lr", "grad_norm", "tokens_per_s"});
+    std::vector<std::string> columns = {"step", "loss", "lr", "grad_norm", "tokens_per_s"};
+    if (model.z_loss > 0) columns.push_back("mean_log_z_sq");  // the z-loss term over C, beside the CE in "loss"
+    train_csv = std::make_unique<CsvWriter>(std::filesystem::path(o.out) / "train.csv", columns);
     eval_csv = std::make_unique<CsvWriter>(std::filesystem::path(o.out) / "eval.csv",
                                            std::vector<std::string>{"step", "val_loss"});
     if (!o.resume.empty()) {  // continue the resumed run's files
@@ -197,12 +198,27 @@ Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const Ste
     if (!r.finite()) throw Error("the loss is " + std::to_string(r.loss) + " at step " + std::to_string(step));
     const double step_seconds = seconds_since(step_start);
     stepping_seconds += step_seconds;  // excludes evaluations
-    char what[128];
+    // With a z-loss: mean (log Z)^2 of this step's batch (the loss trained was CE + C times it; r.loss is the CE).
+    double z_term = NAN;
+    if (model.z_loss > 0) {
+      const Array& log_z = model.last.log_z.value();  // (B, T), still on the tape
+      z_term = 0.0;
+      for (double v : log_z) z_term += v * v / static_cast<double>(log_z.size());
+    }
+    char what[160];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f %6.1fk tok/s", r.loss, r.lr, r.grad_norm,
                   static_cast<double>((step + 1 - start) * B * T) / stepping_seconds / 1000.0);
-    progress.advance(1, what);
-    if (train_csv)
-      train_csv->row({static_cast<double>(step + 1), r.loss, r.lr, r.grad_norm, static_cast<double>(B * T) / step_seconds});
+    std::string progress_text = what;
+    if (model.z_loss > 0) {
+      std::snprintf(what, sizeof what, " mean (log Z)^2 %.4f", z_term);
+      progress_text += what;
+    }
+    progress.advance(1, progress_text);
+    if (train_csv) {
+      std::vector<double> row = {static_cast<double>(step + 1), r.loss, r.lr, r.grad_norm, static_cast<double>(B * T) / step_seconds};
+      if (model.z_loss > 0) row.push_back(z_term);
+      train_csv->row(row);
+    }
     if (o.eval_every && (step + 1) % o.eval_every == 0 && step + 1 < o.steps) {
       const double val = evaluate(model, *setup.data, B, T, o.eval_batches, setup.seed);
       progress.finish();
@@ -248,7 +264,8 @@ Final train_one(Experiment& ex, TrainOptions& o, nn::ModelConfig config, const s
   if (o.schedule == "cosine" && o.steps > o.schedule_steps)
     std::printf("note: the cosine schedule ends at step %zu (--schedule-steps); the steps after it run at 0.1 lr\n",
                 o.schedule_steps);
-  if (o.opt.hold || o.opt.interventions().any() || o.opt.beta1 != 0.9 || o.opt.beta2 != 0.999 || o.opt.eps != 1e-8)
+  if (o.opt.hold || o.opt.interventions().any() || o.opt.beta1 != 0.9 || o.opt.beta2 != 0.999 || o.opt.eps != 1e-8 ||
+      o.opt.adam_v0 != "zero" || o.opt.z_loss != 0.0)
     std::printf("       %s\n", o.opt.text().c_str());
   StepSetup setup{&corpus.data, B, T, config.seed, schedule, o.clip};
   const auto recorder = ex.recorder(nn::placement_name(config) + ", " + o.opt.optimizer + " lr " + fmt(o.lr) +
@@ -309,7 +326,8 @@ int main(int argc, char** argv) {
            "context's next-token distribution (smaller: lower entropy)");
   add_flag(ex.app, "--eval-every", o.eval_every, "steps between validation evaluations");
   add_flag(ex.app, "--eval-batches", o.eval_batches, "validation batches averaged per evaluation");
-  add_flag(ex.app, "--out", o.out, "directory for train.csv (step, loss, lr, grad_norm, tokens_per_s) and eval.csv");
+  add_flag(ex.app, "--out", o.out, "directory for train.csv (step, loss, lr, grad_norm, tokens_per_s; with --z-loss also "
+           "mean_log_z_sq, the z-loss term over C; loss is always the CE) and eval.csv");
   add_flag(ex.app, "--save", o.save, "save a checkpoint to this directory after training");
   add_flag(ex.app, "--resume", o.resume, "resume from the checkpoint in this directory");
   add_flag(ex.app, "--dump", o.dump, "write weights, gradients, batch and loss of one fresh batch to this directory");

@@ -177,7 +177,7 @@ Var attention_fused(const Var& q, const Var& k, const Var& v, std::size_t heads,
 
 // ---- the module ----
 
-CausalSelfAttention::CausalSelfAttention(std::size_t d, std::size_t n_heads, Initializer& init)
+CausalSelfAttention::CausalSelfAttention(std::size_t d, std::size_t n_heads, Initializer& init, QkNorm qk_norm)
     : dim(d), heads(n_heads), head_dim(n_heads == 0 ? 0 : d / n_heads),
       q(d, d, init), k(d, d, init), v(d, d, init), o(d, d, init) {
   if (n_heads == 0 || d % n_heads != 0)
@@ -187,6 +187,13 @@ CausalSelfAttention::CausalSelfAttention(std::size_t d, std::size_t n_heads, Ini
   add_child("k", k);
   add_child("v", v);
   add_child("o", o);
+  if (qk_norm != QkNorm::none) {
+    const Norm kind = qk_norm == QkNorm::layer ? Norm::layer : Norm::rms;
+    q_norm = make_norm(kind, head_dim, 0.0);
+    k_norm = make_norm(kind, head_dim, 0.0);
+    add_child("q_norm", *q_norm);
+    add_child("k_norm", *k_norm);
+  }
 }
 
 Var CausalSelfAttention::forward(const Var& x, Site site) {
@@ -198,6 +205,20 @@ Var CausalSelfAttention::forward(const Var& x, Site site) {
   Var q_ = q.forward(x, site);
   Var k_ = k.forward(x, site);
   Var v_ = v.forward(x, site);
+
+  // qk-norm: each head's dh features normalized, (B, T, C) -> (B, T, H, dh) -> N -> (B, T, C).
+  if (q_norm) {
+    const long B = static_cast<long>(xs[0]), T = static_cast<long>(xs[1]);
+    const long H = static_cast<long>(heads), dh = static_cast<long>(head_dim);
+    auto per_head = [&](const NormLayer& n, const Var& a, const char* name) {
+      ModuleScope scope(x.tape(site), name);
+      return reshape(n.forward(reshape(a, {B, T, H, dh}, site), site), {B, T, H * dh}, site);
+    };
+    q_ = per_head(*q_norm, q_, "q_norm");
+    k_ = per_head(*k_norm, k_, "k_norm");
+  }
+  last_q = q_;
+  last_k = k_;
 
   Var merged;  // (B, T, C): every head's att @ v, heads side by side
   if (fused)

@@ -1,6 +1,8 @@
 // Causal multi-head self-attention (Vaswani et al. 2017, decoder-only):
 //   q, k, v = x Wq + bq, x Wk + bk, x Wv + bv                 (B, T, C) each
 //   split heads: (B, T, C) -> (B, T, H, dh) -> (B, H, T, dh), C = H * dh
+//   qk-norm (ModelConfig::qk_norm, off by default): q_h = Nq(q_h), k_h = Nk(k_h) over each head's dh
+//     features, Nq and Nk a LayerNorm (weight, bias [dh]) or an RMSNorm (weight [dh]) shared by the heads
 //   scores = q k^T / sqrt(dh)                                  (B, H, T, T)
 //   scores[.., i, j] = -1e9 for j > i (a position sees only itself and the past)
 //   att = softmax(scores) over the last axis;  y = att v       (B, H, T, dh)
@@ -13,9 +15,13 @@
 
 #include "engine/tape.hpp"
 #include "engine/var.hpp"
+#include <memory>
+
+#include "nn/config.hpp"
 #include "nn/init.hpp"
 #include "nn/linear.hpp"
 #include "nn/module.hpp"
+#include "nn/norm.hpp"
 
 namespace gs::nn {
 
@@ -60,11 +66,18 @@ Grads attention_mix_backward(const Array& grad, const Array& att, const Array& v
 
 class CausalSelfAttention : public Module {
  public:
-  CausalSelfAttention(std::size_t d, std::size_t heads, Initializer& init);
+  // qk_norm adds q_norm and k_norm (weights 1, biases 0: no initialisation draw, so q, k, v, o draw
+  // the same numbers with and without it).
+  CausalSelfAttention(std::size_t d, std::size_t heads, Initializer& init, QkNorm qk_norm = QkNorm::none);
   Var forward(const Var& x, Site site = Site::current());  // (B, T, C) -> (B, T, C)
 
   std::size_t dim, heads, head_dim;
   Linear q, k, v, o;  // each [C, C] with bias [C]
+  std::unique_ptr<NormLayer> q_norm, k_norm;  // qk-norm over dh features ("q_norm", "k_norm"); null without
+
+  // Handles to the last forward's queries and keys as the scores read them (B, T, C), heads side by
+  // side (after qk-norm when it is on): scores = q_h k_h^T / sqrt(dh). For the per-step measures.
+  Var last_q, last_k;
 
   // Handles to the last forward's attention weights (B, H, T, T), for experiments.
   Var last_att;

@@ -53,7 +53,7 @@ Placement layout(const ModelConfig& c, std::size_t index) {
 
 Block::Block(const ModelConfig& config, std::size_t block_index, Initializer& init)
     : placement(layout(config, block_index)), norm(config.norm), residual(config.residual), index(block_index),
-      attn(config.d_model, config.heads, init), mlp(config.d_model, config.ff(), init) {
+      attn(config.d_model, config.heads, init, config.qk_norm), mlp(config.d_model, config.ff(), init) {
   const std::size_t d = config.d_model;
   ln1 = make_norm(norm, d, config.dyt_alpha);
   ln2 = make_norm(norm, d, config.dyt_alpha);
@@ -82,12 +82,16 @@ Block::Block(const ModelConfig& config, std::size_t block_index, Initializer& in
     attn.o.weight.value() *= beta;
   }
   if (residual == Residual::lns) lns_scale = 1.0 / std::sqrt(static_cast<double>(index + 1));  // l = index + 1
-  // Registration order is listing order: ln1, attn, ln_attn_out, ln2, mlp, ln_mlp_out.
-  if (ln1) add_child("ln1", *ln1);
+  // Registration order is listing order: ln1, attn, ln_attn_out, ln2, mlp, ln_mlp_out; out registers
+  // its norms after the sublayer they follow: attn, ln1, mlp, ln2.
+  const bool after = placement == Placement::out;
+  if (ln1 && !after) add_child("ln1", *ln1);
   add_child("attn", attn);
+  if (ln1 && after) add_child("ln1", *ln1);
   if (ln_attn_out) add_child("ln_attn_out", *ln_attn_out);
-  if (ln2) add_child("ln2", *ln2);
+  if (ln2 && !after) add_child("ln2", *ln2);
   add_child("mlp", mlp);
+  if (ln2 && after) add_child("ln2", *ln2);
   if (ln_mlp_out) add_child("ln_mlp_out", *ln_mlp_out);
 }
 
@@ -100,6 +104,8 @@ std::vector<NormLayer*> Block::norms() const {
 
 void Block::set_fused_norms(bool fused) {
   for (NormLayer* n : norms()) n->fused = fused;
+  for (NormLayer* n : {attn.q_norm.get(), attn.k_norm.get()})  // qk-norm's, where present
+    if (n) n->fused = fused;
 }
 
 Var Block::forward(const Var& x, Site site) {
@@ -158,6 +164,21 @@ Var Block::forward(const Var& x, Site site) {
     profile(t.mlp_skip, t.mlp_branch);
     t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch, interventions);
     t.out = normed("ln2", ln2, t.mlp_sum);
+  } else if (placement == Placement::out) {
+    // h = x + gate(N1(Attn(x)))   (gate only for rezero; N1 times 1/sqrt(l) for lns)
+    t.attn_in = x;
+    t.attn_skip = x;
+    const Var a_attn = gate(rezero_attn);
+    t.attn_branch = gated(normed("ln1", ln1, run("attn", attn, x)), a_attn);
+    t.attn_sum = residual_add(t.attn_skip, t.attn_branch, interventions);
+    t.mid = t.attn_sum;
+    // y = h + gate(N2(MLP(h)))
+    t.mlp_in = t.mid;
+    t.mlp_skip = t.mid;
+    const Var a_mlp = gate(rezero_mlp);
+    t.mlp_branch = gated(normed("ln2", ln2, run("mlp", mlp, t.mid)), a_mlp);
+    t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch, interventions);
+    t.out = t.mlp_sum;
   } else {  // pre and peri
     // h = x + gate(Na(Attn(N1(x))))   (Na only for peri, gate only for rezero)
     t.attn_in = normed("ln1", ln1, x);

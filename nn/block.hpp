@@ -6,6 +6,7 @@
 //   peri:   h = x + Na(Attn(N1(x)));          y = h + Nm(MLP(N2(h)))      (the model adds ln_f)
 //   b2t:    h = N1(x + Attn(x));              y = N2(h + MLP(h) + x)      (no ln_f)
 //   mixln:  blocks 0 .. K-1 are post blocks, blocks K .. L-1 pre blocks   (the model adds ln_f)
+//   out:    h = x + N1(Attn(x));              y = h + N2(MLP(h))          (the model adds ln_f; OLMo 2)
 // and the residual axis changes each sublayer's  sum = skip + branch:
 //   none      skip = s,                 branch = F
 //   deepnorm  skip = alpha s,           branch = F    alpha = (2N)^(1/4); at init fc1, fc2, v, o *= (8N)^(-1/4)
@@ -35,8 +36,8 @@ namespace gs::nn {
 // identity path from the branch path. Each sublayer adds  sum = skip + branch:
 //   skip    the identity path: x itself, alpha * x (deepnorm), omega * x (admin), or for b2t's MLP
 //           h + x (the sublayer's own skip h and the connection from the block's bottom x)
-//   branch  what the sublayer adds: Attn(x), Attn(N1 x), Na(Attn(N1 x)) or a_attn * Attn(x)
-//   sum     the add; for pre, peri (and mixln's pre blocks) it is the stream itself (sum == mid / out),
+//   branch  what the sublayer adds: Attn(x), Attn(N1 x), Na(Attn(N1 x)), N1(Attn(x)) (out) or a_attn * Attn(x)
+//   sum     the add; for pre, peri, out (and mixln's pre blocks) it is the stream itself (sum == mid / out),
 //           for post, b2t (and mixln's post blocks) the stream is N(sum)
 // Labels on the tape (i = the block's index): blocks.i.attn_in, .attn_branch, .attn_skip (when the skip
 // is an op of its own), .attn_sum (when it is not the stream), .mid, and the same with mlp_ ending in
@@ -45,12 +46,12 @@ namespace gs::nn {
 // or the model's "emb".
 struct BlockTrace {
   Var input;        // x (B, T, C)
-  Var attn_in;      // what Attn saw: x, or N1(x) for pre and peri (times 1/sqrt(l) for lns)
+  Var attn_in;      // what Attn saw: x (post, b2t, out), or N1(x) for pre and peri (times 1/sqrt(l) for lns)
   Var attn_skip;
   Var attn_branch;
   Var attn_sum;
   Var mid;          // h (B, T, C)
-  Var mlp_in;       // what MLP saw: h, or N2(h) for pre and peri
+  Var mlp_in;       // what MLP saw: h (post, b2t, out), or N2(h) for pre and peri
   Var mlp_skip;
   Var mlp_branch;
   Var mlp_sum;
@@ -70,10 +71,10 @@ class Block : public Module {
   Block(const ModelConfig& config, std::size_t index, Initializer& init);
 
   Var forward(const Var& x, Site site = Site::current());  // (B, T, C) -> (B, T, C)
-  void set_fused_norms(bool fused);  // fused or composite norms (default fused)
+  void set_fused_norms(bool fused);  // fused or composite norms (default fused), qk-norm's too
   std::vector<NormLayer*> norms() const;  // the block's norms that exist: ln1, ln_attn_out, ln2, ln_mlp_out
 
-  Placement placement;  // this block's own layout: post, pre, peri or b2t (mixln's blocks are post or pre)
+  Placement placement;  // this block's own layout: post, pre, peri, b2t or out (mixln's blocks are post or pre)
   Norm norm;
   Residual residual;
   std::size_t index;
@@ -82,10 +83,10 @@ class Block : public Module {
   double lns_scale = 1.0;  // lns: 1/sqrt(index + 1); 1 otherwise
 
   // Children; a null pointer where the placement has no such norm or the norm is none.
-  std::unique_ptr<NormLayer> ln1;          // every placement
+  std::unique_ptr<NormLayer> ln1;          // every placement (out: on the attention's output)
   CausalSelfAttention attn;
   std::unique_ptr<NormLayer> ln_attn_out;  // peri only
-  std::unique_ptr<NormLayer> ln2;          // every placement
+  std::unique_ptr<NormLayer> ln2;          // every placement (out: on the MLP's output)
   MLP mlp;
   std::unique_ptr<NormLayer> ln_mlp_out;   // peri only
   Parameter rezero_attn;  // rezero only: shape [1], init 0

@@ -22,10 +22,11 @@ E parse_name(const std::string& name, const std::vector<std::string>& names, con
   throw Error(std::string(what) + ": unknown " + what + " '" + name + "' (valid: " + joined(names) + ")");
 }
 
-const std::vector<std::string> placement_names = {"post", "pre", "peri", "mixln", "b2t"};
+const std::vector<std::string> placement_names = {"post", "pre", "peri", "mixln", "b2t", "out"};
 const std::vector<std::string> norm_names = {"layer", "rms", "dyt", "none"};
 const std::vector<std::string> residual_names = {"none", "deepnorm", "admin", "rezero", "lns"};
 const std::vector<std::string> init_names = {"xavier", "gpt2"};
+const std::vector<std::string> qk_norm_names = {"none", "layer", "rms"};
 
 struct Preset {
   std::string name;
@@ -66,12 +67,14 @@ Placement parse_placement(const std::string& name) {
   try {
     return parse_name<Placement>(name, placement_names, "placement");
   } catch (const Error&) {
-    throw Error("placement: unknown placement '" + name + "' (valid: post, pre, peri, sandwich, mixln, b2t)");
+    throw Error("placement: unknown placement '" + name + "' (valid: post, pre, peri, sandwich, mixln, b2t, out)");
   }
 }
 Norm parse_norm(const std::string& name) { return parse_name<Norm>(name, norm_names, "norm"); }
 Residual parse_residual(const std::string& name) { return parse_name<Residual>(name, residual_names, "residual"); }
 Init parse_init(const std::string& name) { return parse_name<Init>(name, init_names, "init"); }
+std::string to_string(QkNorm qk_norm) { return qk_norm_names.at(static_cast<std::size_t>(qk_norm)); }
+QkNorm parse_qk_norm(const std::string& name) { return parse_name<QkNorm>(name, qk_norm_names, "qk_norm"); }
 
 const std::vector<std::string>& placement_presets() {
   static const std::vector<std::string> names = [] {
@@ -98,12 +101,12 @@ std::string refusal(const ModelConfig& c) {
            "needs placement post";
   if (R == Residual::rezero && norm_on_stream)
     return "rezero starts every block as the identity, which a norm on the stream (" + p +
-           ") undoes: use pre or peri";
+           ") undoes: use pre, peri or out";
   if (R == Residual::lns && N == Norm::none)
     return "lns scales the output of each norm, and with norm none there is none";
   if (R == Residual::lns && norm_on_stream)
     return "lns (Sun et al. 2025) scales the norms inside Pre-LN branches; in " + p +
-           " a norm's output is the stream itself, which it would shrink by 1/sqrt(l): use pre or peri";
+           " a norm's output is the stream itself, which it would shrink by 1/sqrt(l): use pre, peri or out";
   if (P == Placement::mixln && c.mixln_post_blocks() > c.layers)
     return "mixln_post " + std::to_string(c.mixln_post_blocks()) + " is more than the " + std::to_string(c.layers) +
            " layers";
@@ -125,7 +128,7 @@ void apply_placement(ModelConfig& config, const std::string& spec) {
   if (!preset) {
     const std::vector<std::string> parts = split_spec(spec);
     const std::string valid = "valid: a preset (" + joined(placement_presets()) +
-                              ") or P/N/R with P one of post, pre, peri, sandwich, mixln, b2t, N one of " +
+                              ") or P/N/R with P one of post, pre, peri, sandwich, mixln, b2t, out, N one of " +
                               joined(norm_names) + " (default layer), R one of " + joined(residual_names) +
                               " (default none)";
     try {

@@ -50,15 +50,18 @@ Adam::Adam(std::vector<NamedParameter> parameters, AdamOptions options)
     : Optimizer(std::move(parameters), {"m", "v"}), options_(options) {}
 
 std::vector<std::pair<std::string, double>> Adam::hyperparameters() const {
-  return {{"beta1", options_.beta1}, {"beta2", options_.beta2}, {"eps", options_.eps},
-          {"weight_decay", options_.weight_decay}};
+  std::vector<std::pair<std::string, double>> h = {{"beta1", options_.beta1}, {"beta2", options_.beta2},
+                                                   {"eps", options_.eps}, {"weight_decay", options_.weight_decay}};
+  if (options_.v0_g0sq) h.emplace_back("v0_g0sq", 1.0);  // absent for the zero start, as checkpoints had it
+  return h;
 }
 
 void Adam::update(std::size_t p, Array& value, const Array& grad, double lr) {
   const AdamOptions o = options_;  // a local copy: the loop's stores cannot change it
   const double t = static_cast<double>(steps());
   const double c1 = 1.0 - std::pow(o.beta1, t);  // bias corrections
-  const double c2 = 1.0 - std::pow(o.beta2, t);
+  const double c2 = o.v0_g0sq ? 1.0 : 1.0 - std::pow(o.beta2, t);  // GI-Adam: v_hat = v
+  const bool first = o.v0_g0sq && steps() == 1;                     // GI-Adam: v_0 = g^2 now
   const double shrink = o.decoupled ? 1.0 - lr * o.weight_decay : 1.0;  // AdamW's decay, as a factor
   const double l2 = o.decoupled ? 0.0 : o.weight_decay;                  // Adam's decay, through g
   double* theta = value.data();
@@ -70,6 +73,7 @@ void Adam::update(std::size_t p, Array& value, const Array& grad, double lr) {
   for (std::size_t i = 0; i < n; ++i) {
     theta[i] *= shrink;                                            // AdamW: theta <- theta - lr wd theta
     const double g = gr[i] + l2 * theta[i];                        // Adam:  g <- g + wd theta
+    if (first) v[i] = g * g;                                       // GI-Adam: v_0 = g^2
     m[i] = o.beta1 * m[i] + (1.0 - o.beta1) * g;                   // m <- b1 m + (1 - b1) g
     v[i] = o.beta2 * v[i] + (1.0 - o.beta2) * g * g;               // v <- b2 v + (1 - b2) g^2
     theta[i] -= lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + o.eps);  // theta <- theta - lr m_hat / (sqrt(v_hat) + eps)
@@ -78,7 +82,7 @@ void Adam::update(std::size_t p, Array& value, const Array& grad, double lr) {
 
 std::vector<Array> Adam::preconditioner() const {
   if (steps() == 0) throw Error("Adam::preconditioner: no step taken yet, so there is no second moment (v_hat = 0 / 0)");
-  const double c2 = 1.0 - std::pow(options_.beta2, static_cast<double>(steps()));
+  const double c2 = options_.v0_g0sq ? 1.0 : 1.0 - std::pow(options_.beta2, static_cast<double>(steps()));
   std::vector<Array> P;
   for (std::size_t p = 0; p < parameters().size(); ++p) {
     Array s = slot(1, p);
@@ -99,8 +103,10 @@ RAdam::RAdam(std::vector<NamedParameter> parameters, RAdamOptions options)
     : Optimizer(std::move(parameters), {"m", "v"}), options_(options) {}
 
 std::vector<std::pair<std::string, double>> RAdam::hyperparameters() const {
-  return {{"beta1", options_.beta1}, {"beta2", options_.beta2}, {"eps", options_.eps},
-          {"weight_decay", options_.weight_decay}};
+  std::vector<std::pair<std::string, double>> h = {{"beta1", options_.beta1}, {"beta2", options_.beta2},
+                                                   {"eps", options_.eps}, {"weight_decay", options_.weight_decay}};
+  if (options_.v0_g0sq) h.emplace_back("v0_g0sq", 1.0);
+  return h;
 }
 
 double RAdam::rho(double beta2, std::size_t t) {
@@ -124,7 +130,9 @@ void RAdam::update(std::size_t p, Array& value, const Array& grad, double lr) {
   const double c2 = 1.0 - std::pow(o.beta2, t);
   const bool adaptive = rho(o.beta2, step) > 5.0;
   const double r = adaptive ? rectification(o.beta2, step) : 0.0;
-  const double adaptive_scale = std::sqrt(c2);  // sqrt(1 - beta2^t) / (sqrt(v) + eps) below
+  // sqrt(1 - beta2^t) / (sqrt(v) + eps) below; GI-Adam drops the correction (v_hat = v)
+  const double adaptive_scale = o.v0_g0sq ? 1.0 : std::sqrt(c2);
+  const bool first = o.v0_g0sq && step == 1;  // GI-Adam: v_0 = g^2 now
   const double shrink = o.decoupled ? 1.0 - lr * o.weight_decay : 1.0;
   const double l2 = o.decoupled ? 0.0 : o.weight_decay;
   double* theta = value.data();
@@ -135,6 +143,7 @@ void RAdam::update(std::size_t p, Array& value, const Array& grad, double lr) {
   for (std::size_t i = 0; i < n; ++i) {
     theta[i] *= shrink;                                 // decoupled: theta <- theta - lr wd theta
     const double g = gr[i] + l2 * theta[i];             // L2:        g <- g + wd theta
+    if (first) v[i] = g * g;                            // GI-Adam:   v_0 = g^2
     m[i] = o.beta1 * m[i] + (1.0 - o.beta1) * g;        // m <- b1 m + (1 - b1) g
     v[i] = o.beta2 * v[i] + (1.0 - o.beta2) * g * g;    // v <- b2 v + (1 - b2) g^2
     const double m_hat = m[i] / c1;
@@ -166,7 +175,10 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<N
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<NamedParameter> parameters,
-                                          double weight_decay, double beta1, double beta2, double eps) {
+                                          double weight_decay, double beta1, double beta2, double eps,
+                                          bool v0_g0sq) {
+  if (name == "sgd" && v0_g0sq)
+    throw Error("optimizer: --adam-v0 g0sq starts Adam's second moment, and sgd has none (use adam, adamw or radam)");
   if (name == "sgd") return std::make_unique<Sgd>(std::move(parameters), SgdOptions{0.9, weight_decay});
   if (name != "adam" && name != "adamw" && name != "radam")
     throw Error("optimizer: unknown optimizer '" + name + "' (valid: sgd, adam, adamw, radam)");
@@ -177,6 +189,7 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<N
     o.beta2 = beta2;
     o.eps = eps;
     o.weight_decay = weight_decay;
+    o.v0_g0sq = v0_g0sq;
     return std::make_unique<RAdam>(std::move(parameters), o);
   }
   AdamOptions o = name == "adamw" ? adamw_options(weight_decay) : AdamOptions{};
@@ -184,6 +197,7 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<N
   o.beta2 = beta2;
   o.eps = eps;
   o.weight_decay = weight_decay;
+  o.v0_g0sq = v0_g0sq;
   return std::make_unique<Adam>(std::move(parameters), o);
 }
 

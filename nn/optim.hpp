@@ -77,22 +77,28 @@ class Sgd : public Optimizer {
 //   v <- beta2 * v + (1 - beta2) * g^2         second moment
 //   m_hat = m / (1 - beta1^t),  v_hat = v / (1 - beta2^t)    bias correction (m, v start at 0)
 //   theta <- theta - lr * m_hat / (sqrt(v_hat) + eps)
+// GI-Adam (Kalra & Barkeshli 2024, v0_g0sq): the second moment starts at the first gradient's square,
+// v_0 = g_1^2 (so v_1 = b2 g_1^2 + (1 - b2) g_1^2 = g_1^2), and its bias correction is dropped,
+// v_hat = v: the first step is lr m_hat / (|g| + eps), the size Adam's step has anyway, but the
+// preconditioner never passes through the tiny early v of a zero start. m is as above.
 struct AdamOptions {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0.0;
   bool decoupled = false;  // true: AdamW
+  bool v0_g0sq = false;    // true: GI-Adam's v_0 = g^2 and v_hat = v
 };
 
 class Adam : public Optimizer {
  public:
   explicit Adam(std::vector<NamedParameter> parameters, AdamOptions options = {});
   std::string name() const override { return options_.decoupled ? "adamw" : "adam"; }
-  // beta1, beta2, eps, weight_decay
+  // beta1, beta2, eps, weight_decay, and v0_g0sq = 1 with GI-Adam (absent otherwise)
   std::vector<std::pair<std::string, double>> hyperparameters() const override;
   const AdamOptions& options() const { return options_; }
-  // The diagonal preconditioner of the last step, P = sqrt(v_hat) + eps with v_hat = v / (1 - beta2^t),
+  // The diagonal preconditioner of the last step, P = sqrt(v_hat) + eps with v_hat = v / (1 - beta2^t)
+  // (v_hat = v with v0_g0sq),
   // one array per parameter in parameters() order: the step was lr m_hat / P. For the curvature tools'
   // preconditioned Hessian P^-1/2 H P^-1/2 (docs/curvature.md). Throws before the first step (t = 0).
   std::vector<Array> preconditioner() const;
@@ -118,12 +124,15 @@ AdamOptions adamw_options(double weight_decay = 0.01);
 //                theta <- theta - lr m_hat r_t sqrt(1 - beta2^t) / (sqrt(v) + eps)
 // eps is added to sqrt(v), not to sqrt(v_hat) as in Adam: PyTorch's placement. With beta2 = 0.999 the
 // first five steps are unrectified (rho_5 = 4.99, rho_6 = 5.99).
+// v0_g0sq (GI-Adam's start, as for Adam): v_0 = g_1^2 and the factor sqrt(1 - beta2^t) is dropped
+// (v_hat = v); rho_t and r_t are unchanged.
 struct RAdamOptions {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0.0;  // PyTorch's default
   bool decoupled = false;     // true: decoupled weight decay (PyTorch's decoupled_weight_decay)
+  bool v0_g0sq = false;
 };
 
 class RAdam : public Optimizer {
@@ -149,8 +158,10 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<N
                                           double weight_decay);
 // The same with Adam's hyperparameters given (for adam, adamw and radam; sgd ignores them). Throws
 // gs::Error naming the value unless 0 <= beta1 < 1, 0 <= beta2 < 1 and eps > 0, all finite.
+// v0_g0sq: GI-Adam's second moment (AdamOptions); refused for sgd, which has none.
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<NamedParameter> parameters,
-                                          double weight_decay, double beta1, double beta2, double eps);
+                                          double weight_decay, double beta1, double beta2, double eps,
+                                          bool v0_g0sq = false);
 
 // The global gradient norm ||g|| = sqrt(sum over every parameter and element of g^2). If max_norm > 0
 // and ||g|| > max_norm, every gradient is scaled by max_norm / ||g||, so the global norm becomes

@@ -1,5 +1,7 @@
 #include "nn/transformer_lm.hpp"
 
+#include <algorithm>
+
 #include "engine/engine.hpp"
 
 namespace gs::nn {
@@ -21,9 +23,10 @@ const ModelConfig& checked(const ModelConfig& c) {
   return c;
 }
 
-// The final norm: pre, peri and mixln end their stream of sums with one (none for norm none).
+// The final norm: pre, peri, mixln and out end their stream of sums with one (none for norm none).
 std::unique_ptr<NormLayer> make_final_norm(const ModelConfig& c) {
-  const bool has = c.placement == Placement::pre || c.placement == Placement::peri || c.placement == Placement::mixln;
+  const bool has = c.placement == Placement::pre || c.placement == Placement::peri || c.placement == Placement::mixln ||
+                   c.placement == Placement::out;
   return has ? make_norm(c.norm, c.d_model, c.dyt_alpha) : nullptr;
 }
 
@@ -137,7 +140,32 @@ Var TransformerLM::loss(const IndexArray& ids, const IndexArray& targets, Site s
       fail("TransformerLM.loss", site, "target " + std::to_string(t) + " is out of range [0, vocab = " +
                                            std::to_string(config.vocab) + ")");
   // L = (1 / BT) sum_{b,t} -log softmax(logits[b, t])[targets[b, t]]
-  return cross_entropy(logits(ids, site), targets).named("loss");
+  Var z = logits(ids, site);
+  if (z_loss == 0.0) {
+    last.ce = cross_entropy(z, targets, site).named("loss");
+    return last.ce;
+  }
+  last.ce = cross_entropy(z, targets, site).named("ce");
+  // + C * (1 / BT) sum_{b,t} (log Z_{b,t})^2
+  last.log_z = log_partition(z, site).named("log_z");  // (B, T)
+  Var z_term = mean(last.log_z * last.log_z, {}, false, site).named("z_loss");
+  return (last.ce + z_term * z_loss).named("loss");
+}
+
+Var log_partition(const Var& logits, Site site) {
+  const Shape s = logits.shape(site);
+  if (s.size() != 3 || s[2] == 0) fail("log_partition", site, "needs logits (B, T, V) with V >= 1, got " + shape_str(s));
+  // m = max_v z_v per row, a constant (B, T, 1), and the same as (B, T)
+  const Array& z = logits.value();
+  const std::size_t V = s[2];
+  Array m = Array::from_shape({s[0], s[1], 1});
+  for (std::size_t r = 0; r < m.size(); ++r) m.data()[r] = *std::max_element(z.data() + r * V, z.data() + (r + 1) * V);
+  Array m_flat = Array::from_shape({s[0], s[1]});
+  std::copy(m.begin(), m.end(), m_flat.begin());
+  Tape& tape = logits.tape(site);
+  Var mc = tape.constant(std::move(m), site);
+  // log Z = m + log sum_v e^(z_v - m)     (B, T)
+  return tape.constant(std::move(m_flat), site) + log(sum(exp(logits - mc, site), {2}, false, site), site);
 }
 
 }  // namespace gs::nn

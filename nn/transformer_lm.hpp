@@ -1,9 +1,10 @@
 // A decoder-only Transformer language model:
 //   x = tok_emb[ids] + pos_emb[0:T]          (B, T, C)
 //   x = blocks[i](x) for i = 0..N-1          (B, T, C)   placement, norm, residual from ModelConfig
-//   x = ln_f(x)                              pre, peri and mixln (a norm of ModelConfig::norm; none for none)
+//   x = ln_f(x)                              pre, peri, mixln and out (a norm of ModelConfig::norm; none for none)
 //   logits = x @ head.weight + head.bias     (B, T, V)
-//   loss = mean over (B, T) of -log softmax(logits)[target]
+//   loss = mean over (B, T) of -log softmax(logits)[target]               (the cross-entropy, CE)
+//        + z_loss * mean over (B, T) of (log Z)^2,  log Z = logsumexp(logits[b, t])   (z_loss > 0 only)
 // Parameter names (dotted, exact): tok_emb.weight [V,d], pos_emb.weight [T,d],
 // blocks.{i}.ln1.{weight,bias} [d], blocks.{i}.attn.{q,k,v,o}.weight [d,d] and .bias [d],
 // blocks.{i}.ln2.{weight,bias}, blocks.{i}.mlp.fc1.weight [d,d_ff], .bias [d_ff],
@@ -33,7 +34,13 @@ struct LMTrace {
   Var emb;         // tok_emb + pos_emb (B, T, C), labelled "emb"
   Var final_norm;  // ln_f's output (B, T, C), labelled "ln_f"; empty without ln_f
   Var logits;      // (B, T, V), labelled "logits"
+  Var ce;          // loss(): the mean cross-entropy (the loss itself when z_loss is 0)
+  Var log_z;       // loss() with z_loss > 0: log Z per position (B, T), labelled "log_z"; else empty
 };
+
+// log Z = logsumexp over the last axis, logits (B, T, V) -> (B, T): m + log sum_v e^(z_v - m), with m the
+// row's max held as a constant (the value does not depend on m, so neither does the gradient softmax(z)).
+Var log_partition(const Var& logits, Site site = Site::current());
 
 class TransformerLM : public Module {
  public:
@@ -44,7 +51,8 @@ class TransformerLM : public Module {
 
   // ids (B, T) integers in [0, V), 1 <= T <= context  ->  logits (B, T, V)
   Var logits(const IndexArray& ids, Site site = Site::current());
-  // The mean cross-entropy of logits(ids) against targets (B, T): a scalar.
+  // The mean cross-entropy of logits(ids) against targets (B, T), plus z_loss * mean (log Z)^2 when
+  // z_loss > 0 (Chowdhery et al. 2022; Wortsman et al. 2023): a scalar. last.ce holds the CE alone.
   Var loss(const IndexArray& ids, const IndexArray& targets, Site site = Site::current());
 
   void set_fused_norms(bool fused);  // every norm of the model fused (default) or composite
@@ -62,6 +70,7 @@ class TransformerLM : public Module {
   const Interventions& interventions() const { return interventions_; }
 
   ModelConfig config;
+  double z_loss = 0.0;  // C of the z-loss term (a training choice, not in config.json); 0: CE only
  private:
   Initializer init_;  // consumed by the members below, in this order
   Interventions interventions_;
@@ -69,7 +78,7 @@ class TransformerLM : public Module {
   Embedding tok_emb;                          // "tok_emb"
   PositionalEmbedding pos_emb;                // "pos_emb"
   std::vector<std::unique_ptr<Block>> blocks;  // "blocks.0", "blocks.1", ...
-  std::unique_ptr<NormLayer> ln_f;            // "ln_f": pre, peri and mixln with a norm, else null
+  std::unique_ptr<NormLayer> ln_f;            // "ln_f": pre, peri, mixln and out with a norm, else null
   Linear head;                                // "head"
 
   LMTrace last;

@@ -39,7 +39,7 @@ inline nn::ModelConfig tiny_config(const std::string& spec, nn::Init init = nn::
 // triples "P/N/R" (the presets among them by their preset names), in axis order.
 inline std::vector<std::string> zoo() {
   std::vector<std::string> out;
-  for (const char* p : {"post", "pre", "peri", "mixln", "b2t"})
+  for (const char* p : {"post", "pre", "peri", "mixln", "b2t", "out"})
     for (const char* n : {"layer", "rms", "dyt", "none"})
       for (const char* r : {"none", "deepnorm", "admin", "rezero", "lns"}) {
         nn::ModelConfig c;

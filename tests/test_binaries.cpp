@@ -251,7 +251,8 @@ TEST_CASE("every grid binary: two shards merged print the tables and write the f
            {"warmup", model + " --layers 2 --steps 4 --window 2 --eval-batches 1 --datasets markov --lrs 0.01,0.1 "
                               "--placements post,pre --warmups 0"},
            {"sharpness", model + " --layers 2 --steps 4 --every 2 --eval-batches 1 --lrs 0.01 --warmups 0,2 "
-                                 "--placements post,pre --lanczos-iterations 5"}}) {
+                                 "--placements post,pre --lanczos-iterations 5"},
+           {"lrsweep", model + " --layers 1 --steps 4 --warmup 2 --eval-batches 1 --lrs 0.01,0.1 --variants pre,post+warmup"}}) {
     INFO(name << args);
     fs::remove_all(dir);
     for (const char* sub : {"whole", "merged"}) fs::create_directories(dir / sub);

@@ -33,7 +33,7 @@ ModelConfig applied(const std::string& spec) {
 }  // namespace
 
 TEST_CASE("each axis parses its names and prints them back", "[nn][zoo][config]") {
-  for (Placement p : {Placement::post, Placement::pre, Placement::peri, Placement::mixln, Placement::b2t})
+  for (Placement p : {Placement::post, Placement::pre, Placement::peri, Placement::mixln, Placement::b2t, Placement::out})
     REQUIRE(parse_placement(to_string(p)) == p);
   REQUIRE(parse_placement("sandwich") == Placement::peri);
   for (Norm n : {Norm::layer, Norm::rms, Norm::dyt, Norm::none}) REQUIRE(parse_norm(to_string(n)) == n);
@@ -66,7 +66,7 @@ TEST_CASE("the presets are today's placements as triples, and placement_name nam
   REQUIRE(placement_name(applied("sandwich/dyt/lns")) == "peri/dyt/lns");
   // Every canonical name reads back as itself.
   for (const std::string& member : test::zoo()) REQUIRE(placement_name(applied(member)) == member);
-  REQUIRE(test::zoo().size() == 35);
+  REQUIRE(test::zoo().size() == 44);
 }
 
 TEST_CASE("bad placement specs are one-line errors naming the spec and the valid names or the reason",
@@ -93,7 +93,10 @@ TEST_CASE("bad placement specs are one-line errors naming the spec and the valid
       {"b2t/layer/rezero", "(b2t) undoes"},
       {"pre/none/lns", "lns scales the output of each norm, and with norm none there is none"},
       {"post/layer/lns", "in post a norm's output is the stream itself"},
-      {"mixln/layer/lns", "in mixln a norm's output is the stream itself"}};
+      {"mixln/layer/lns", "in mixln a norm's output is the stream itself"},
+      {"out/none", "with norm none no norm is left to place"},
+      {"out/layer/deepnorm", "needs placement post"},
+      {"out/rms/admin", "needs placement post"}};
   for (const auto& [spec, why] : refused) {
     INFO(spec);
     REQUIRE_THROWS_WITH(apply_placement(c, spec), Catch::StartsWith("placement '" + spec + "' is refused: ") &&
@@ -120,9 +123,9 @@ TEST_CASE("bad placement specs are one-line errors naming the spec and the valid
     direct.residual = parsed.residual;
     REQUIRE_THROWS_WITH(TransformerLM(direct), Catch::StartsWith("TransformerLM: placement '") && Catch::Contains(why));
   }
-  // 5 x 4 x 5 = 100 triples: 35 are built, each of the other 65 is refused with a reason.
+  // 6 x 4 x 5 = 120 triples: 44 are built, each of the other 76 is refused with a reason.
   std::size_t refused_count = 0;
-  for (int p = 0; p < 5; ++p)
+  for (int p = 0; p < 6; ++p)
     for (int n = 0; n < 4; ++n)
       for (int r = 0; r < 5; ++r) {
         ModelConfig t;
@@ -131,7 +134,7 @@ TEST_CASE("bad placement specs are one-line errors naming the spec and the valid
         t.residual = static_cast<Residual>(r);
         refused_count += !refusal(t).empty();
       }
-  REQUIRE(refused_count == 65);
+  REQUIRE(refused_count == 76);
 }
 
 TEST_CASE("config.json carries the three axes and reads old files' presets", "[nn][zoo][config]") {

@@ -67,7 +67,9 @@ TEST_CASE("train: 20 steps, save, resume to 40 equals 40 straight steps, for eve
   const std::vector<std::vector<std::string>> variants = {
       {"--optimizer", "sgd"}, {"--optimizer", "adam"}, {"--optimizer", "adamw", "--weight-decay", "0.1"},
       {"--optimizer", "radam"},  // its rectification counts steps: the count must come back too
-      {"--hold", "5", "--adam-beta2", "0.99"}, {"--intervene", "ln-undo-gain,detach-skip"}};
+      {"--hold", "5", "--adam-beta2", "0.99"}, {"--intervene", "ln-undo-gain,detach-skip"},
+      // GI-Adam's v_0 = g^2 happens at step 1 only: a resumed run must not redo it; qk-norm and z-loss
+      {"--adam-v0", "g0sq"}, {"--optimizer", "radam", "--adam-v0", "g0sq"}, {"--qk-norm", "rms", "--z-loss", "0.01"}};
   for (const std::vector<std::string>& variant : variants) {
     std::string name;
     for (const std::string& v : variant) name += v + " ";

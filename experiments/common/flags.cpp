@@ -59,6 +59,7 @@ const std::vector<std::pair<std::string, Range>>& table() {
       {"--vocab", whole(2, 1 << 20)},
       {"--seed", whole(0)},
       {"--init", choice({"xavier", "gpt2"})},
+      {"--qk-norm", choice({"none", "layer", "rms"})},
       // the grids
       {"--placements", of(Range::Kind::placement)},
       {"--seeds", whole(1)},
@@ -89,6 +90,8 @@ const std::vector<std::pair<std::string, Range>>& table() {
       {"--adam-beta1", {Range::Kind::real, 0, 1 - 1e-9, false, "", {}}},
       {"--adam-beta2", {Range::Kind::real, 0, 1 - 1e-9, false, "", {}}},
       {"--adam-eps", real_above(0)},
+      {"--adam-v0", choice({"zero", "g0sq"})},
+      {"--z-loss", real_from(0, "0: none")},
       {"--hold", whole(0, no_limit, "0: none")},
       {"--intervene", choice({"none", "ln-undo-gain", "ln-detach-stats", "detach-skip", "detach-branch", "freeze-ln"})},
       {"--weight-decay", real_from(0)},
@@ -118,6 +121,9 @@ const std::vector<std::pair<std::string, Range>>& table() {
       {"--every", whole(1)},
       {"--lanczos-iterations", whole(1, 10000)},
       {"--size", choice({"small", "large", "both"})},
+      // the learning-rate sweep (lrsweep)
+      {"--variants", of(Range::Kind::any)},
+      {"--z-coef", real_above(0)},
   };
   return rows;
 }
@@ -421,6 +427,7 @@ void ModelOptions::set_axes(nn::ModelConfig& c) const {
   if (!residual.empty()) c.residual = nn::parse_residual(residual);
   if (!mixln_post.empty()) c.mixln_post = std::stoul(mixln_post);  // a whole number: the flag's range checked it
   c.dyt_alpha = dyt_alpha;
+  c.qk_norm = nn::parse_qk_norm(qk_norm);
 }
 
 std::string ModelOptions::with_axes(const std::string& spec) const {
@@ -472,12 +479,14 @@ void add_model_flags(CLI::App& app, ModelOptions& o) {
   add_flag(app, "--vocab", o.vocab, "vocabulary size (a text file sets its own)");
   add_flag(app, "--seed", o.seed, "random seed of the initialisation and the data");
   add_flag(app, "--init", o.init, "initialisation");
+  add_flag(app, "--qk-norm", o.qk_norm, "per-head norm of every attention's queries and keys over d_head: none, "
+           "layer (LayerNorm) or rms (RMSNorm), one set for q and one for k per block (docs/stability.md)");
 }
 
 std::vector<std::string> model_flags_given(const CLI::App& app) {
   std::vector<std::string> given;
   for (const char* flag : {"--placement", "--norm", "--residual", "--mixln-post", "--dyt-alpha", "--layers", "--d-model", "--heads", "--d-ff", "--seq", "--batch", "--vocab",
-                           "--seed", "--init"})
+                           "--seed", "--init", "--qk-norm"})
     if (app.get_option(flag)->count() > 0) given.emplace_back(flag);
   return given;
 }

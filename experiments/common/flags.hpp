@@ -73,6 +73,7 @@ struct ModelOptions {
   std::string residual;           // --residual: "" keeps each placement's own
   std::string mixln_post;         // --mixln-post K: "" is ModelConfig's default, L/4 rounded half up
   double dyt_alpha = 0.5;
+  std::string qk_norm = "none";   // --qk-norm: none, layer or rms (nn::QkNorm)
   std::string init = "xavier";
   unsigned seed = 0;              // the model's initialisation, and whatever else the binary seeds
 
@@ -80,7 +81,7 @@ struct ModelOptions {
   // `spec` (a preset or P/N/R) with --norm and --residual in place of its own, by its canonical name
   // ("post" with --norm rms: "post/rms/none"); throws gs::Error when the model refuses the combination.
   std::string with_axes(const std::string& spec) const;
-  void set_axes(nn::ModelConfig& config) const;  // --norm, --residual, --mixln-post, --dyt-alpha into config
+  void set_axes(nn::ModelConfig& config) const;  // --norm, --residual, --mixln-post, --dyt-alpha, --qk-norm into config
   // "" if the flags can build a model, else what is wrong ("--heads 3 does not divide --d-model 64").
   std::string problem() const;
 };

@@ -12,6 +12,7 @@ std::vector<LnSite> ln_sites(const nn::TransformerLM& model) {
   std::vector<LnSite> sites;
   for (const auto& block : model.blocks) {
     if (!block->ln1) continue;  // norm none: no norm reads the stream (rezero)
+    if (block->placement == nn::Placement::out) continue;  // its norms read the sublayers' outputs
     const nn::BlockTrace& t = block->last;
     std::string b = "b";  // (s += ..., not "b" + ...: GCC 12 warns falsely, -Wrestrict)
     b += std::to_string(block->index);
@@ -112,6 +113,48 @@ std::vector<double> attention_entropy(const nn::TransformerLM& model) {
   return entropy;
 }
 
+std::vector<double> attention_logit_max(const nn::TransformerLM& model) {
+  std::vector<double> out;
+  for (const auto& block : model.blocks) {
+    const Array& q = block->attn.last_q.value();  // (B, T, C), heads side by side
+    const Array& k = block->attn.last_k.value();
+    const std::size_t B = q.shape(0), T = q.shape(1), H = block->attn.heads, dh = block->attn.head_dim;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+    for (std::size_t h = 0; h < H; ++h) {
+      double m = 0.0;
+      for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t)
+          for (std::size_t s = 0; s <= t; ++s) {  // the unmasked pairs
+            double dot = 0.0;
+            for (std::size_t f = h * dh; f < (h + 1) * dh; ++f) dot += q(b, t, f) * k(b, s, f);
+            m = std::max(m, std::abs(dot * scale));
+          }
+      out.push_back(m);
+    }
+  }
+  return out;
+}
+
+OutputLogits output_logits(const nn::TransformerLM& model) {
+  const Array& z = model.last.logits.value();  // (B, T, V)
+  const std::size_t V = z.shape(2), rows = z.size() / V;
+  OutputLogits o;
+  double sum = 0.0, sq = 0.0, mx = -INFINITY;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const double* row = z.data() + r * V;
+    const double m = *std::max_element(row, row + V);
+    double e = 0.0;
+    for (std::size_t v = 0; v < V; ++v) e += std::exp(row[v] - m), sq += row[v] * row[v];
+    const double log_z = m + std::log(e);  // logsumexp, stable
+    sum += log_z;
+    mx = std::max(mx, log_z);
+  }
+  o.log_z_mean = sum / static_cast<double>(rows);
+  o.log_z_max = mx;
+  o.rms = std::sqrt(sq / static_cast<double>(z.size()));
+  return o;
+}
+
 // The logits on the probe batch, with the model as it is now.
 Array probe_logits(nn::TransformerLM& model, const nn::Batch& probe) {
   Tape& tape = Tape::current();
@@ -140,6 +183,9 @@ void read_tape(const nn::TransformerLM& model, StepRecord& r) {
     r.ln_gain.push_back(through_ln(s) / norm(s.out.grad()));
   }
   r.att_entropy = attention_entropy(model);
+  r.att_logit_max = attention_logit_max(model);
+  const OutputLogits o = output_logits(model);
+  r.log_z_mean = o.log_z_mean, r.log_z_max = o.log_z_max, r.logit_rms = o.rms;
 }
 
 Record to_record(const std::vector<StepRecord>& steps) {
@@ -155,6 +201,10 @@ Record to_record(const std::vector<StepRecord>& steps) {
     for (std::size_t j = 0; j < s.ln_gain.size(); ++j) r.push("ln_gain." + std::to_string(j), s.ln_gain[j]);
     for (std::size_t j = 0; j < s.update_ratio.size(); ++j) r.push("update." + std::to_string(j), s.update_ratio[j]);
     for (std::size_t j = 0; j < s.att_entropy.size(); ++j) r.push("att_entropy." + std::to_string(j), s.att_entropy[j]);
+    for (std::size_t j = 0; j < s.att_logit_max.size(); ++j) r.push("att_logit_max." + std::to_string(j), s.att_logit_max[j]);
+    r.push("log_z_mean", s.log_z_mean);
+    r.push("log_z_max", s.log_z_max);
+    r.push("logit_rms", s.logit_rms);
   }
   return r;
 }
@@ -172,6 +222,10 @@ std::vector<StepRecord> steps_of(const Record& r) {
     for (std::size_t j = 0; r.has("update." + std::to_string(j)); ++j) s.update_ratio.push_back(column("update." + std::to_string(j), i));
     for (std::size_t j = 0; r.has("att_entropy." + std::to_string(j)); ++j)
       s.att_entropy.push_back(column("att_entropy." + std::to_string(j), i));
+    for (std::size_t j = 0; r.has("att_logit_max." + std::to_string(j)); ++j)
+      s.att_logit_max.push_back(column("att_logit_max." + std::to_string(j), i));
+    if (r.has("log_z_mean")) s.log_z_mean = column("log_z_mean", i), s.log_z_max = column("log_z_max", i);
+    if (r.has("logit_rms")) s.logit_rms = column("logit_rms", i);
   }
   return steps;
 }

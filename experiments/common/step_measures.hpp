@@ -22,7 +22,8 @@ struct LnSite {
 
 // The LNs whose input is the residual stream, after a forward pass, found by asking each block: an LN
 // in front of a sublayer (pre, peri) reads the stream itself, one after the residual add (post,
-// deepnorm) reads the sum entering it; then ln_f on the last block's output. rezero has none.
+// deepnorm) reads the sum entering it; then ln_f on the last block's output. rezero has none; out only
+// ln_f (its block norms read the sublayers' outputs).
 std::vector<LnSite> ln_sites(const nn::TransformerLM& model);
 
 // Parameter groups: 0 the input embedding, 1..L the blocks, L+1 the output (ln_f, head).
@@ -52,6 +53,18 @@ std::vector<double> update_ratios(const std::vector<Array>& before, const nn::Tr
 // attention gives the mean over t of log(t + 1)): [block 0 head 0, block 0 head 1, ..., block L-1 head H-1].
 std::vector<double> attention_entropy(const nn::TransformerLM& model);
 
+// The largest |attention logit| of each head in the last forward pass, max over the batch and the
+// unmasked (query t, key s <= t) pairs of |q_t . k_s| / sqrt(dh), with q and k as the scores read them
+// (after qk-norm): [block 0 head 0, ..., block L-1 head H-1]. Zhai et al. 2023's attention-logit growth.
+std::vector<double> attention_logit_max(const nn::TransformerLM& model);
+
+// Of the last forward's output logits z (B, T, V): log Z = logsumexp_v z per position, its mean and
+// max over the positions, and sqrt(mean z^2) over every element (Wortsman et al. 2023's logit drift).
+struct OutputLogits {
+  double log_z_mean = NAN, log_z_max = NAN, rms = NAN;
+};
+OutputLogits output_logits(const nn::TransformerLM& model);
+
 struct StepRecord {
   double loss = NAN, lr = NAN, grad_norm = NAN, output_move = NAN;
   std::vector<double> layer_grad;    // [emb, block 0..L-1, out]
@@ -59,13 +72,15 @@ struct StepRecord {
   std::vector<double> ln_gain;       // |dL/d in| / |dL/d out| per LN site
   std::vector<double> update_ratio;  // per update group: |delta W| / |W| of this step's update
   std::vector<double> att_entropy;   // per block and head, of this step's forward pass
+  std::vector<double> att_logit_max; // per block and head, of this step's forward pass
+  double log_z_mean = NAN, log_z_max = NAN, logit_rms = NAN;  // output_logits of this step's forward pass
 };
 
 // |dL/dx| of the part of x's gradient that came back through the LN alone (needs keep_contributions).
 double through_ln(const LnSite& s);
 
 // What the forward and backward pass of this step left on the tape: layer_grad, ln_rms, ln_gain,
-// att_entropy.
+// att_entropy, att_logit_max, log_z_mean, log_z_max, logit_rms.
 void read_tape(const nn::TransformerLM& model, StepRecord& r);
 
 // A run's steps as a grid cell's record (one list per field: "loss", "grad.0", "ln_rms.1", ...) and back.

@@ -1,5 +1,6 @@
 #include "experiments/common/training.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -7,6 +8,7 @@
 #include "engine/engine.hpp"
 #include "experiments/common/explorer/recorder.hpp"
 #include "experiments/common/interrupt.hpp"
+#include "experiments/common/step_measures.hpp"
 #include "nn/data/markov.hpp"
 
 namespace gs::experiments {
@@ -82,7 +84,8 @@ double evaluate(nn::TransformerLM& model, const nn::Dataset& data, std::size_t b
   for (std::size_t i = 0; i < batches; ++i) {
     tape.reset();
     const nn::Batch b = data.batch(nn::Split::validation, batch, seq, rng);
-    total += model.loss(b.inputs, b.targets).value()();
+    model.loss(b.inputs, b.targets);
+    total += model.last.ce.value()();  // the cross-entropy, without the z-loss term
   }
   tape.reset();
   return total / static_cast<double>(batches);
@@ -91,10 +94,9 @@ double evaluate(nn::TransformerLM& model, const nn::Dataset& data, std::size_t b
 double forward_backward(nn::TransformerLM& model, const nn::Batch& batch) {
   Tape::current().reset();
   model.zero_grad();
-  const Var l = model.loss(batch.inputs, batch.targets);
-  const double loss = l.value()();
-  if (std::isfinite(loss)) l.backward();
-  return loss;
+  const Var l = model.loss(batch.inputs, batch.targets);  // CE (+ z-loss)
+  if (std::isfinite(l.value()())) l.backward();
+  return std::isfinite(l.value()()) ? model.last.ce.value()() : l.value()();  // the CE, NaN/Inf if the loss was
 }
 
 Update apply_update(nn::Optimizer& optimizer, const nn::Schedule& schedule, std::size_t step, double clip) {
@@ -113,7 +115,8 @@ nn::Interventions OptimizerSetup::interventions() const {
 
 std::unique_ptr<nn::Optimizer> OptimizerSetup::make(nn::TransformerLM& model) const {
   model.set_interventions(interventions());
-  return nn::make_optimizer(optimizer, model.named_parameters(), weight_decay, beta1, beta2, eps);
+  model.z_loss = z_loss;
+  return nn::make_optimizer(optimizer, model.named_parameters(), weight_decay, beta1, beta2, eps, adam_v0 == "g0sq");
 }
 
 nn::Schedule OptimizerSetup::with_hold(nn::Schedule schedule) const {
@@ -129,6 +132,11 @@ std::string OptimizerSetup::text() const {
   else
     std::snprintf(buf, sizeof buf, "%s(beta1 %g, beta2 %g, eps %g)", optimizer.c_str(), beta1, beta2, eps);
   std::string s = buf;
+  if (adam_v0 == "g0sq") s += ", v0 g0sq";
+  if (z_loss != 0.0) {
+    std::snprintf(buf, sizeof buf, ", z-loss %g", z_loss);
+    s += buf;
+  }
   if (hold) s += ", hold " + std::to_string(hold);
   const nn::Interventions i = interventions();
   if (i.any()) s += ", intervene " + nn::to_string(i);
@@ -161,6 +169,16 @@ StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const 
     explorer::Run& run = setup.recorder->run();
     run.declare_chart({"lr", "learning rate", "The rate of the update that followed the step's pass.", "lr", false});
     run.add_point("lr", "lr", step, u.lr);
+    // The stability measures of the step's forward pass (step_measures.hpp, docs/stability.md).
+    const std::vector<double> logit_max = attention_logit_max(model);
+    run.declare_chart({"att_logit_max", "largest attention logit", "The largest |q.k|/sqrt(dh) of any head in the "
+                       "step's forward pass (attention-logit growth; qk-norm bounds it).", "|logit|", true});
+    run.add_point("att_logit_max", "max over heads", step, *std::max_element(logit_max.begin(), logit_max.end()));
+    const OutputLogits o = output_logits(model);
+    run.declare_chart({"log_z", "log Z of the output", "log Z = logsumexp of the output logits, mean and max over the "
+                       "step's positions (what the z-loss holds near 0).", "log Z", false});
+    run.add_point("log_z", "mean", step, o.log_z_mean);
+    run.add_point("log_z", "max", step, o.log_z_max);
   }
   return r;
 }

@@ -79,7 +79,8 @@ double evaluate(nn::TransformerLM& model, const nn::Dataset& data, std::size_t b
 
 // Resets the current tape, zeroes the gradients, runs the model's loss on `batch` and, if the loss is
 // finite, its backward pass: the parameters then hold their gradients and the tape (with every
-// BlockTrace handle) stays readable until the next reset. Returns the loss (NaN/Inf: no backward).
+// BlockTrace handle) stays readable until the next reset. Returns the cross-entropy (the loss without
+// a z-loss term; NaN/Inf when the loss was: then no backward). evaluate() is the CE too.
 double forward_backward(nn::TransformerLM& model, const nn::Batch& batch);
 
 struct Update {
@@ -101,16 +102,18 @@ struct OptimizerSetup {
   double beta1 = 0.9, beta2 = 0.98, eps = 1e-8;
   double weight_decay = 0.0;
   std::size_t hold = 0;                   // Schedule::hold: steps at lr 0 that still update the moments
+  std::string adam_v0 = "zero";           // --adam-v0: zero, or g0sq (GI-Adam, nn::AdamOptions::v0_g0sq)
+  double z_loss = 0.0;                    // --z-loss C: TransformerLM::z_loss (the loss trained; CE is reported)
   std::vector<std::string> intervene{"none"};  // nn::parse_interventions names; "none" (or empty): none
 
   nn::Interventions interventions() const;
   // Switches the interventions on in `model` (TransformerLM::set_interventions; throws gs::Error when
-  // the model refuses them) and returns the optimizer of its parameters.
+  // the model refuses them), sets its z_loss, and returns the optimizer of its parameters.
   std::unique_ptr<nn::Optimizer> make(nn::TransformerLM& model) const;
   // `schedule` with this hold; its total (the cosine's length) shortened by the hold, so a run of
   // S steps still ends its cosine at step S.
   nn::Schedule with_hold(nn::Schedule schedule) const;
-  // "adam(beta1 0.9, beta2 0.98, eps 1e-08)", with ", hold 20" and ", intervene detach-skip" when set.
+  // "adam(beta1 0.9, beta2 0.98, eps 1e-08)", with ", v0 g0sq", ", hold 20" and ", intervene detach-skip" when set.
   std::string text() const;
 };
 

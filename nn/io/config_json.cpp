@@ -16,6 +16,7 @@ nlohmann::ordered_json model_config_json(const ModelConfig& c) {
                               {"residual", to_string(c.residual)}};
   if (c.placement == Placement::mixln) j["mixln_post"] = c.mixln_post_blocks();
   if (c.norm == Norm::dyt) j["dyt_alpha"] = c.dyt_alpha;  // nlohmann writes a double so that it reads back exactly
+  if (c.qk_norm != QkNorm::none) j["qk_norm"] = to_string(c.qk_norm);
   j["init"] = to_string(c.init);
   j["seed"] = c.seed;
   return j;
@@ -65,6 +66,14 @@ ModelConfig model_config_from_json(const JsonField& json) {
       init.fail("is not an initialisation (valid: xavier, gpt2)");
     }
   }
+  if (json.has("qk_norm")) {
+    const JsonField qk = json.at("qk_norm");
+    try {
+      c.qk_norm = parse_qk_norm(qk.as_string());
+    } catch (const Error&) {
+      qk.fail("is not a qk-norm (valid: none, layer, rms)");
+    }
+  }
   if (json.has("seed")) c.seed = json.at("seed").as_unsigned();
   return c;
 }
@@ -81,6 +90,7 @@ std::string architecture_difference(const ModelConfig& a, const ModelConfig& b) 
         differ("layers", std::to_string(a.layers), std::to_string(b.layers)),
         differ("d_ff", std::to_string(a.ff()), std::to_string(b.ff())),
         differ("placement", placement_name(a), placement_name(b)),
+        differ("qk_norm", to_string(a.qk_norm), to_string(b.qk_norm)),
         differ("mixln_post", a.placement == Placement::mixln ? std::to_string(a.mixln_post_blocks()) : "-",
                b.placement == Placement::mixln ? std::to_string(b.mixln_post_blocks()) : "-")})
     if (!d.empty()) return d;
