@@ -18,6 +18,10 @@
 #include "experiments/common/training.hpp"
 #include "nn/transformer_lm.hpp"
 
+namespace gs::experiments {
+void setup_process();  // experiments/common/harness.hpp (which would bring CLI11 into every check)
+}  // namespace gs::experiments
+
 namespace gs::coursework {
 
 inline constexpr std::size_t kSmallSteps = 150, kSmallEvalBatches = 5;
@@ -54,6 +58,7 @@ struct SmallRun {
 // pass and before its backward pass (an intervention on the backward pass).
 inline SmallRun small_run(const std::string& placement, double lr, std::size_t warmup, unsigned seed,
                           const std::function<void(Tape&)>& before_backward = {}) {
+  experiments::setup_process();  // as every experiment binary: OpenBLAS on one thread (faster at these sizes)
   const experiments::Corpus& corpus = small_corpus();
   experiments::ModelOptions m = small_model(placement, seed);
   m.vocab = corpus.data.vocab();
