@@ -29,12 +29,12 @@ EXERCISE_CASE("ex12", "stuck runs: your predictions match the small warmup grid,
         std::snprintf(line, sizeof line, "%-9s  %-6zu  %-5s  %-10.4f  %-8s  %s\n", placement, warmup, lr, r.final_loss,
                       experiments::to_string(r.verdict).c_str(), p->second == "1" ? "stuck" : "not stuck");
         table += line;
-        if ((p->second == "1") != stuck) wrong += "  " + key + "\n";
+        if ((p->second == "1") != stuck) wrong += (wrong.empty() ? "" : ", ") + key;
         ++runs;
       }
   if (!unanswered.empty())
     FAIL("not answered yet: " + path + " has no 0 or 1 for\n" + unanswered + "see docs/coursework.md#ex12");
+  INFO("predicted wrong: " << (wrong.empty() ? "none" : wrong));
   INFO("the grid (" << runs << " runs):\n" << table);
-  INFO("predicted wrong:\n" << (wrong.empty() ? "  none\n" : wrong));
   REQUIRE(wrong.empty());
 }

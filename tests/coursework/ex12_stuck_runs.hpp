@@ -1,4 +1,4 @@
-// Exercise 12 (docs/coursework.md#ex12): predict, run, explain. Which runs of a small warmup grid get stuck?
+// Exercise 12 (docs/coursework.md#ex12): which runs of a small warmup grid get stuck? Predict, run, explain.
 // The grid (small_grid.hpp): Post-LN and Pre-LN, peak learning rates 0.003, 0.01 and 0.03, without
 // warmup (W = 0) and with a linear warmup over W = 50 steps, 12 runs of 150 steps each, seed 0, on the
 // Markov corpus (vocab 16): a 3-layer model with d = 16 and 2 heads, batches of 8 x 16, Adam(0.9, 0.98).
