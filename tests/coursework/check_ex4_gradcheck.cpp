@@ -1,4 +1,4 @@
-// The check of exercise 4 (docs/coursework.md#ex4): build/bin/gradscope_tests "[ex4]"
+// The check of exercise, for the student: scripts/exercise 4 (docs/coursework.md#ex4)
 // Your gradient check is itself tested: it must accept correct ops and reject ops whose backward
 // carries a planted bug. Each bug below is one that real hand-written backwards have had.
 #include <functional>
@@ -7,7 +7,7 @@
 
 #include <xtensor/xmath.hpp>
 
-#include "../check.hpp"
+#include "exercise.hpp"
 #include "engine/tape.hpp"
 #include "ex4_gradcheck.hpp"
 
@@ -32,7 +32,7 @@ struct Case {
 
 }  // namespace
 
-TEST_CASE("ex4 gradcheck: accepts correct ops", "[coursework][ex4]") {
+EXERCISE_CASE("ex4", "gradcheck: accepts correct ops") {
   Array nearly_zero = test::randn({3, 4}, 1);
   nearly_zero(0, 0) = 1e-4;
   nearly_zero(2, 1) = -1e-4;
@@ -56,7 +56,7 @@ TEST_CASE("ex4 gradcheck: accepts correct ops", "[coursework][ex4]") {
   }
 }
 
-TEST_CASE("ex4 gradcheck: rejects each planted bug", "[coursework][ex4]") {
+EXERCISE_CASE("ex4", "gradcheck: rejects each planted bug") {
   const Array w = test::randn({3, 4}, 7);  // weights of the loss: L = sum(w * op(x))
   auto loss_of = [w](std::function<Var(const Var&)> g) {
     return [w, g](const Var& x) { return sum(g(x) * x.tape().constant(w)); };

@@ -1,5 +1,5 @@
-// Your solution of exercise 4: docs/coursework.md#ex4. Check it with
-//   build/bin/gradscope_tests "[ex4]"     (configured with -DGRADSCOPE_COURSEWORK=student)
+// Your answer to exercise 4: the task is ex4_gradcheck.hpp, explained in docs/coursework.md#ex4.
+// Check it with scripts/exercise 4.
 #include "../ex4_gradcheck.hpp"
 
 #include "engine/engine.hpp"
@@ -11,7 +11,7 @@ bool gradients_agree(const ScalarFunction& f, const Array& x) {
   // 2. For every element i: L at x + h e_i and at x - h e_i (each on a fresh tape), the central
   //    difference, and compare it with the analytic gradient.
   (void)f, (void)x;
-  fail("gradients_agree", Site::current(), "not implemented yet: see docs/coursework.md#ex4");
+  fail("gradients_agree", Site::current(), "not implemented yet: see docs/coursework.md#ex4; check with scripts/exercise 4");
 }
 
 }  // namespace gs::coursework

@@ -1,6 +1,6 @@
-// Your solution of exercise 1: docs/coursework.md#ex1. Check it with
-//   build/bin/gradscope_tests "[ex1]"     (configured with -DGRADSCOPE_COURSEWORK=student)
-#include "../ex1_softplus.hpp"
+// Your answer to exercise 3: the task is ex3_softplus.hpp, explained in docs/coursework.md#ex3.
+// Check it with scripts/exercise 3.
+#include "../ex3_softplus.hpp"
 
 #include <xtensor/xmath.hpp>
 
@@ -13,7 +13,7 @@ Var softplus(const Var& x, Site site) {
   //   x.tape(site).record("softplus", {x}, value, backward, site)
   // where backward is a lambda (const BackwardArgs& g) -> Grads returning dL/dx = g.grad * dy/dx.
   (void)x;
-  fail("softplus", site, "not implemented yet: see docs/coursework.md#ex1");
+  fail("softplus", site, "not implemented yet: see docs/coursework.md#ex3; check with scripts/exercise 3");
 }
 
 }  // namespace gs::coursework

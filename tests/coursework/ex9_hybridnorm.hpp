@@ -1,4 +1,4 @@
-// Exercise 3 (docs/coursework.md#ex3): a residual block with a normalization gradscope does not have
+// Exercise 9 (docs/coursework.md#ex9): a residual block with a normalization gradscope does not have
 // built in, HybridNorm (Zhuo et al. 2025, "HybridNorm: Towards Stable and Efficient Transformer
 // Training via Hybrid Normalization", arXiv:2503.04598): the attention normalizes its queries, keys
 // and values (QKV-Norm), and the stream is normalized in front of the feed-forward network (Post-Norm
@@ -8,6 +8,7 @@
 //   h = x + (attention(q, k, v) Wo + bo)                   causal attention, heads merged (B, T, C)
 //   n = N2(h);   y = n + MLP(n)                            N2 a LayerNorm over C
 // Built from nn's modules and ops; nothing in nn/ changes.
+// Module 2, the layers. Difficulty: 3/3. Time: about 90 min.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,8 @@
-// Exercise 2 (docs/coursework.md#ex2): RMSNorm (Zhang & Sennrich 2019) built from engine ops only.
+// Exercise 8 (docs/coursework.md#ex8): RMSNorm (Zhang & Sennrich 2019) built from engine ops only.
 //   x (..., d), weight (d,):
 //   rms = sqrt(mean(x^2 over the last axis) + eps)     (..., 1)
 //   y   = x / rms * weight                              (..., d)
+// Module 2, the layers. Difficulty: 1/3. Time: about 30 min.
 #pragma once
 
 #include "engine/var.hpp"

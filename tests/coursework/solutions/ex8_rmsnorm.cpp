@@ -1,5 +1,5 @@
-// Reference solution of exercise 2 (docs/coursework.md#ex2).
-#include "../ex2_rmsnorm.hpp"
+// Reference solution of exercise 8 (docs/coursework.md#ex8).
+#include "../ex8_rmsnorm.hpp"
 
 #include "engine/engine.hpp"
 

@@ -1,14 +1,14 @@
-// The check of exercise 2 (docs/coursework.md#ex2): build/bin/gradscope_tests "[ex2]"
+// The check of exercise, for the student: scripts/exercise 8 (docs/coursework.md#ex8)
 #include <string>
 
-#include "../check.hpp"
-#include "ex2_rmsnorm.hpp"
+#include "exercise.hpp"
+#include "ex8_rmsnorm.hpp"
 #include "nn/rmsnorm.hpp"
 
 using namespace gs;
 using gs::coursework::rmsnorm;
 
-TEST_CASE("ex2 rmsnorm: values and gradients equal nn's fused RMSNorm", "[coursework][ex2]") {
+EXERCISE_CASE("ex8", "rmsnorm: values and gradients equal nn's fused RMSNorm") {
   // eps = 1e-5 on x ~ N(0, 1), and eps = 0.5 on small x, where eps's place in the formula matters.
   for (const auto& [scale, eps] : {std::pair{1.0, 1e-5}, std::pair{0.1, 0.5}}) {
     INFO("x ~ N(0, " << scale << "^2), eps = " << eps);
@@ -30,14 +30,14 @@ TEST_CASE("ex2 rmsnorm: values and gradients equal nn's fused RMSNorm", "[course
   }
 }
 
-TEST_CASE("ex2 rmsnorm: passes a gradient check w.r.t. x and weight", "[coursework][ex2]") {
+EXERCISE_CASE("ex8", "rmsnorm: passes a gradient check w.r.t. x and weight") {
   test::require_gradcheck([](const test::Vars& v) { return rmsnorm(v[0], v[1]); },
                           {test::randn({2, 3, 4}, 4), 1.0 + 0.3 * test::randn({4}, 5)});
   test::require_gradcheck([](const test::Vars& v) { return rmsnorm(v[0], v[1], 0.5); },
                           {0.1 * test::randn({3, 4}, 6), test::randn({4}, 7)});
 }
 
-TEST_CASE("ex2 rmsnorm: built from engine ops, not from a fused op or nn's RMSNorm", "[coursework][ex2]") {
+EXERCISE_CASE("ex8", "rmsnorm: built from engine ops, not from a fused op or nn's RMSNorm") {
   Tape tape;
   TapeScope scope(tape);
   Var x = tape.leaf(test::randn({2, 4}, 8)), w = tape.leaf(test::randn({4}, 9));
@@ -53,8 +53,7 @@ TEST_CASE("ex2 rmsnorm: built from engine ops, not from a fused op or nn's RMSNo
   }
 }
 
-TEST_CASE("ex2 rmsnorm: a weight that is not (d,) throws gs::Error naming rmsnorm and both shapes",
-          "[coursework][ex2]") {
+EXERCISE_CASE("ex8", "rmsnorm: a weight that is not (d,) throws gs::Error naming rmsnorm and both shapes") {
   Tape tape;
   TapeScope scope(tape);
   Var x = tape.constant(test::randn({2, 5}, 10));

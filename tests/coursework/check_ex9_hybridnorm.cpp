@@ -1,4 +1,4 @@
-// The check of exercise 3 (docs/coursework.md#ex3): build/bin/gradscope_tests "[ex3]"
+// The check of exercise, for the student: scripts/exercise 9 (docs/coursework.md#ex9)
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "../check.hpp"
+#include "exercise.hpp"
 #include "../nn_gradcheck.hpp"
-#include "ex3_hybridnorm.hpp"
+#include "ex9_hybridnorm.hpp"
 #include "nn/embedding.hpp"
 #include "nn/linear.hpp"
 
@@ -111,7 +111,7 @@ struct HybridNormModel : Module {
 
 }  // namespace
 
-TEST_CASE("ex3 HybridNorm: its parameters have the names and shapes of ex3_hybridnorm.hpp", "[coursework][ex3]") {
+EXERCISE_CASE("ex9", "HybridNorm: its parameters have the names and shapes of ex9_hybridnorm.hpp") {
   Initializer init(Init::xavier, 1);
   HybridNormBlock block(test::tiny_config("post"), init);  // d = 4, 2 heads: dh = 2, d_ff = 8
   std::vector<std::pair<std::string, Shape>> got, expected;
@@ -135,7 +135,7 @@ TEST_CASE("ex3 HybridNorm: its parameters have the names and shapes of ex3_hybri
   REQUIRE(got == expected);
 }
 
-TEST_CASE("ex3 HybridNorm: the block computes the formula", "[coursework][ex3]") {
+EXERCISE_CASE("ex9", "HybridNorm: the block computes the formula") {
   // With every parameter perturbed (no norm weight 1, no bias 0), against the formula on plain arrays.
   for (const auto& [d, heads] : {std::pair{4, 2}, std::pair{6, 3}}) {
     ModelConfig c = test::tiny_config("post");
@@ -152,8 +152,7 @@ TEST_CASE("ex3 HybridNorm: the block computes the formula", "[coursework][ex3]")
   }
 }
 
-TEST_CASE("ex3 HybridNorm: each head's queries and values are normalized, so their scale does not matter",
-          "[coursework][ex3]") {
+EXERCISE_CASE("ex9", "HybridNorm: each head's queries and values are normalized, so their scale does not matter") {
   // Scaling one head's columns of Wq and bq (or of Wv and bv) scales that head's q (or v) alone; its
   // norm takes the scale out again, up to eps = 1e-5 against the variance (hence 1e-4, not 1e-12).
   ModelConfig c = test::tiny_config("post");
@@ -177,7 +176,7 @@ TEST_CASE("ex3 HybridNorm: each head's queries and values are normalized, so the
   }
 }
 
-TEST_CASE("ex3 HybridNorm: passes a gradient check w.r.t. its input and every parameter", "[coursework][ex3]") {
+EXERCISE_CASE("ex9", "HybridNorm: passes a gradient check w.r.t. its input and every parameter") {
   Initializer init(Init::xavier, 8);
   HybridNormBlock block(test::tiny_config("post"), init);
   test::jitter(block.named_parameters(), 0.2, 9);
@@ -185,8 +184,7 @@ TEST_CASE("ex3 HybridNorm: passes a gradient check w.r.t. its input and every pa
                           [&](const std::vector<Var>& v) { return block.forward(v[0]); });
 }
 
-TEST_CASE("ex3 HybridNorm: one gradient step of a HybridNorm language model lowers its loss as predicted",
-          "[coursework][ex3]") {
+EXERCISE_CASE("ex9", "HybridNorm: one gradient step of a HybridNorm language model lowers its loss as predicted") {
   HybridNormModel model(test::tiny_config("post"));
   test::jitter(model.named_parameters(), 0.1, 11);
   const IndexArray ids = {{0, 3, 1}, {4, 2, 2}}, targets = {{3, 1, 4}, {2, 2, 0}};

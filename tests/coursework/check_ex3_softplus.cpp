@@ -1,15 +1,15 @@
-// The check of exercise 1 (docs/coursework.md#ex1): build/bin/gradscope_tests "[ex1]"
+// The check of exercise, for the student: scripts/exercise 3 (docs/coursework.md#ex3)
 #include <cmath>
 
 #include <xtensor/xmath.hpp>
 
-#include "../check.hpp"
-#include "ex1_softplus.hpp"
+#include "exercise.hpp"
+#include "ex3_softplus.hpp"
 
 using namespace gs;
 using gs::coursework::softplus;
 
-TEST_CASE("ex1 softplus: one tape entry named softplus, whose input is x", "[coursework][ex1]") {
+EXERCISE_CASE("ex3", "softplus: one tape entry named softplus, whose input is x") {
   Tape tape;
   TapeScope scope(tape);
   Var x = tape.leaf(test::randn({3, 4}, 1));
@@ -21,7 +21,7 @@ TEST_CASE("ex1 softplus: one tape entry named softplus, whose input is x", "[cou
   REQUIRE(y.shape() == x.shape());
 }
 
-TEST_CASE("ex1 softplus: values equal log(1 + e^x), and stay finite at |x| = 800", "[coursework][ex1]") {
+EXERCISE_CASE("ex3", "softplus: values equal log(1 + e^x), and stay finite at |x| = 800") {
   Tape tape;
   TapeScope scope(tape);
   const Array a = 3.0 * test::randn({4, 5}, 2);
@@ -34,13 +34,13 @@ TEST_CASE("ex1 softplus: values equal log(1 + e^x), and stay finite at |x| = 800
   REQUIRE(y(2) == Approx(std::log(2.0)));
 }
 
-TEST_CASE("ex1 softplus: the backward agrees with central finite differences", "[coursework][ex1]") {
+EXERCISE_CASE("ex3", "softplus: the backward agrees with central finite differences") {
   test::require_gradcheck([](const test::Vars& v) { return softplus(v[0]); }, {2.0 * test::randn({3, 4}, 3)});
   // Inside a chain, so that the backward must use the gradient it receives (dL/dy), not 1.
   test::require_gradcheck([](const test::Vars& v) { return tanh(softplus(v[0]) * v[0]); }, {test::randn({2, 3}, 4)});
 }
 
-TEST_CASE("ex1 softplus: the gradient at |x| = 800 is sigmoid(x): 1 and 0", "[coursework][ex1]") {
+EXERCISE_CASE("ex3", "softplus: the gradient at |x| = 800 is sigmoid(x): 1 and 0") {
   Tape tape;
   TapeScope scope(tape);
   Var x = tape.leaf(Array{800.0, -800.0, 0.0});

@@ -1,5 +1,5 @@
-// Reference solution of exercise 3 (docs/coursework.md#ex3).
-#include "../ex3_hybridnorm.hpp"
+// Reference solution of exercise 9 (docs/coursework.md#ex9).
+#include "../ex9_hybridnorm.hpp"
 
 #include "engine/engine.hpp"
 

@@ -1,5 +1,5 @@
-// Reference solution of exercise 1 (docs/coursework.md#ex1).
-#include "../ex1_softplus.hpp"
+// Reference solution of exercise 3 (docs/coursework.md#ex3).
+#include "../ex3_softplus.hpp"
 
 #include <xtensor/xmath.hpp>
 

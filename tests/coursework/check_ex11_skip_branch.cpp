@@ -1,0 +1,63 @@
+// The check of exercise 11, for the student: scripts/exercise 11 (docs/coursework.md#ex11)
+#include <string>
+
+#include "engine/tools/inspect.hpp"
+#include "ex11_skip_branch.hpp"
+#include "exercise.hpp"
+#include "nn/transformer_lm.hpp"
+
+using namespace gs;
+
+namespace {
+
+// A 3-block model of `placement`, one backward with contributions kept; then every stream fork.
+void require_same_split(const std::string& placement) {
+  nn::ModelConfig c;
+  c.vocab = 7;
+  c.context = 4;
+  c.d_model = 8;
+  c.heads = 2;
+  c.layers = 3;
+  nn::apply_placement(c, placement);
+  nn::TransformerLM model(c);
+  Tape tape;
+  TapeScope scope(tape);
+  tape.keep_contributions = true;
+  Var L = model.loss(IndexArray{{1, 2, 3, 4}, {5, 6, 0, 1}}, IndexArray{{2, 3, 4, 5}, {6, 0, 1, 2}});
+  L.backward();
+  int forks = 0;
+  for (int s = 0; s < static_cast<int>(tape.size()); ++s) {
+    if (!is_stream_fork(tape, s) || !tape.entry(s).has_grad) continue;
+    ++forks;
+    INFO(placement << ": tape index " << s << " (" << tape.entry(s).op << " " << tape.entry(s).label << ")");
+    const gs::coursework::SkipBranchParts yours = gs::coursework::skip_branch_split(tape, s);
+    const SkipBranch engine = split_skip_branch(Var(tape, s, tape.generation()));
+    INFO("skip |yours| " << norm(yours.skip) << ", the engine's " << norm(engine.skip));
+    REQUIRE(xt::allclose(yours.skip, engine.skip, 1e-12, 1e-15));
+    INFO("branch |yours| " << norm(yours.branch) << ", the engine's " << norm(engine.branch));
+    REQUIRE(xt::allclose(yours.branch, engine.branch, 1e-12, 1e-15));
+    REQUIRE(xt::allclose(yours.skip + yours.branch, tape.entry(s).grad, 1e-12, 1e-15));
+  }
+  REQUIRE(forks == 6);  // two residual connections per block
+}
+
+}  // namespace
+
+EXERCISE_CASE("ex11", "skip/branch split: equals the engine's at every fork of a Post-LN model") { require_same_split("post"); }
+
+EXERCISE_CASE("ex11", "skip/branch split: equals the engine's at every fork of a Pre-LN model") { require_same_split("pre"); }
+
+EXERCISE_CASE("ex11", "skip/branch split: a tape without contributions is refused") {
+  Tape tape;
+  TapeScope scope(tape);
+  Var x = tape.leaf(test::randn({2, 3}, 1));
+  Var y = add(x, tanh(x)).mark_input(0, EdgeRole::skip);
+  sum(y).backward();  // keep_contributions is off
+  try {
+    gs::coursework::skip_branch_split(tape, x.index());
+    FAIL("no gs::Error was thrown");
+  } catch (const gs::Error& e) {
+    INFO(e.what());
+    REQUIRE(std::string(e.what()).find("skip_branch_split") != std::string::npos);
+  }
+}
