@@ -67,7 +67,12 @@ std::size_t update_group(const std::string& name, std::size_t layers) {
 std::vector<std::string> update_group_names(std::size_t layers) {
   std::vector<std::string> names = {"emb"};
   for (std::size_t i = 0; i < layers; ++i)
-    for (const char* part : {".attn", ".mlp", ".rest"}) names.push_back(("b" + std::to_string(i)) += part);
+    for (const char* part : {".attn", ".mlp", ".rest"}) {
+      std::string name = "b";  // appended piece by piece: g++ 12 warns falsely (-Wrestrict) on "b" + ...
+      name += std::to_string(i);
+      name += part;
+      names.push_back(name);
+    }
   names.push_back("out");
   return names;
 }
