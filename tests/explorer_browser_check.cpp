@@ -39,7 +39,7 @@ int dump_dom(const std::string& browser, const std::string& url, const fs::path&
   const std::string command = "timeout 60 " + browser +
                               " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
                               " --disable-background-networking --disable-component-update --disable-sync"
-                              " --user-data-dir='" + profile.string() + "' --virtual-time-budget=10000 --dump-dom '" +
+                              " --window-size=1280,800 --user-data-dir='" + profile.string() + "' --virtual-time-budget=10000 --dump-dom '" +
                               url + "' > '" + out.string() + "' 2> '" + log.string() + "'";
   const int raw = std::system(command.c_str());
   return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
