@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     o.d_ff = 32;
     o.steps = 6;
     o.eval_batches = 2;
-    o.runs = {{"post", 0}, {"pre", 0}};
+    o.runs = {{"post", 0, ""}, {"pre", 0, ""}, {"post", 0, "ln-undo-gain"}};
     o.recorder.snapshot_steps = {0, 1, 3, 6};
     gs::explorer::write_explorer_page(page_file, gs::explorer::demo_page(o));
     const auto written = Clock::now();

@@ -398,10 +398,48 @@
         });
       });
       drawLegend(scale);
+      drawLadder();
       Object.keys(state.folded).forEach(function (scope) { drawCard(scope); });
     }
     if (state.selected >= 0) drawPanel();
     charts.forEach(function (c) { c.chart.update('none'); });
+  }
+
+  // The blocks of runs A and B side by side at this step, over the graph's top right corner: each
+  // block's first residual fork (the stream entering it), skip | branch, tinted on the graph's colour
+  // scale, so that a block gone dark in one run and not in the other is seen at once. A click shows
+  // that run's graph with the block open.
+  function drawLadder() {
+    const box = $('ladder');
+    const runs = [['a', state.a], ['b', state.b]].filter(function (r) { return r[1] >= 0 && DATA.runs[r[1]].graph; });
+    if (!runs.length || !view.scale) { box.hidden = true; return; }
+    const scopes = [];
+    runs.forEach(function (r) {
+      DATA.runs[r[1]].graph.clusters.forEach(function (c) { if (c.parent === '' && c.forks.length && scopes.indexOf(c.scope) < 0) scopes.push(c.scope); });
+    });
+    let html = '<table><tr><th>step ' + state.step + '<br><span class="muted">skip | branch into</span></th>' + runs.map(function (r) {
+      return '<th><span class="swatch ' + r[0] + '"></span>' + r[0].toUpperCase() + ': ' + escapeHtml(DATA.runs[r[1]].name) + '</th>';
+    }).join('') + '</tr>';
+    scopes.forEach(function (scope) {
+      html += '<tr><th>' + escapeHtml(scope) + '</th>' + runs.map(function (r) {
+        const g = DATA.runs[r[1]].graph, c = g.clusters.find(function (x) { return x.scope === scope; });
+        if (!c) return '<td></td>';
+        const snap = g.snapshots[snapIndex(g, state.step)], f = snap.forks[c.forks[0]];
+        const top = Math.max(f[0] === null ? 0 : f[0], f[1] === null ? 0 : f[1]);
+        const colour = view.scale.colour(top > 0 ? top : null);
+        return '<td data-run="' + r[0] + '" data-scope="' + escapeHtml(scope) + '" style="background:' + d3.interpolateRgb('#ffffff', colour)(0.45) +
+          ';border-left:4px solid ' + colour + '">' + fmt3(f[0]) + ' | ' + fmt3(f[1]) + '</td>';
+      }).join('') + '</tr>';
+    });
+    box.innerHTML = html + '</table>';
+    box.hidden = false;
+    box.querySelectorAll('td[data-scope]').forEach(function (td) {
+      td.onclick = function () {
+        const scope = td.getAttribute('data-scope');
+        setRuns(state.a, state.b, td.getAttribute('data-run'));
+        if (state.folded[scope]) unfold(scope); else if (view.clusters[scope]) showBox(outer(view.clusters[scope].getBBox()));
+      };
+    });
   }
 
   // The colour bar with a number at every power of ten it spans.
@@ -790,16 +828,19 @@
         ' at step ' + at + ', ' + fmt(seriesValueAt(ra, 'ln_input_rms', big.name, last), 3) + ' at step ' + last + ' (chart below).',
         { a: A, b: B, shown: 'a', step: last, fold: allBlocks, node: lnNode });
     }
-    // What changes the outcome: every other run of the page against the stuck one, by its verdict.
-    const verdict = function (run) { const v = run.facts.find(function (f) { return f[0] === 'verdict' || f[0] === 'held-out loss'; }); return v ? v[1] : ''; };
-    const others = DATA.runs.map(function (r, i) { return i; }).filter(function (i) { return i !== A && i !== B && DATA.runs[i].graph; });
-    if (others.length) {
-      let html = '<b>What changes it:</b> compare ' + name(A) + ' (' + escapeHtml(verdict(ra)) + ') with ';
-      html += others.map(function (i) { return name(i) + ' (' + escapeHtml(verdict(DATA.runs[i])) + ')'; }).join(', ');
-      html += '. This step shows ' + name(others[0]) + ' as run B at step ' + at + '; pick others in the run menus.';
-      const fo = DATA.runs[others[0]].graph.forks[0];
-      add(html, { a: A, b: others[0], shown: 'b', step: at, fold: allBlocks, node: fo ? fo.at : -1 });
-    }
+    // What changes the outcome: each other run of A's placement (warmup, RAdam, an intervention) as run B
+    // beside A, at the same step, with its verdict.
+    const verdict = function (run) {
+      const v = run.facts.find(function (f) { return f[0] === 'verdict'; }), h = run.facts.find(function (f) { return f[0] === 'held-out loss'; });
+      return (v ? v[1].split(' (')[0] : '') + (h ? ', held-out loss ' + h[1].split(' ')[0] : '');
+    };
+    const placement = ra.name.split(',')[0];
+    DATA.runs.forEach(function (r, i) {
+      if (i === A || i === B || !r.graph || r.name.split(',')[0] !== placement || tour.length >= 9) return;
+      const fo = r.graph.forks[0];
+      add('<b>' + name(i) + ' against ' + name(A) + ':</b> ' + escapeHtml(verdict(r)) + ' (A: ' + escapeHtml(verdict(ra)) + '). At step ' + at +
+        ' its |dL/dW|: ' + vs(r, at) + '.', { a: A, b: i, shown: 'b', step: at, fold: allBlocks, node: fo ? fo.at : -1 });
+    });
     tour.forEach(function (t, k) {
       const li = document.createElement('li');
       li.innerHTML = t.html;

@@ -170,6 +170,21 @@ window.gradscopeSelfcheck = function (E) {
     }
   });
 
+  // 4b. The block ladder: run A's and B's first fork of each block at this step, from the data.
+  attempt('ladder', function () {
+    const cells = document.querySelectorAll('#ladder td[data-scope]');
+    check('ladder: a cell per block and run', cells.length >= 2, cells.length + ' cells');
+    let same = true;
+    cells.forEach(function (td) {
+      const run = D.runs[td.getAttribute('data-run') === 'a' ? E.state.a : E.state.b], g = run.graph;
+      const c = g.clusters.find(function (x) { return x.scope === td.getAttribute('data-scope'); });
+      const snap = g.snapshots.filter(function (x) { return x.step <= E.state.step; }).pop();
+      const ff = snap.forks[c.forks[0]];
+      same = same && td.textContent === E.fmt3(ff[0]) + ' | ' + E.fmt3(ff[1]);
+    });
+    check('ladder: each cell shows its fork\'s skip | branch from the data', same, 'a cell differs');
+  });
+
   // 5. The graph's A/B toggle keeps the step, the folds and the zoom.
   attempt('toggle keeps the view', function () {
     const a = $('run-a'), b = $('run-b');
