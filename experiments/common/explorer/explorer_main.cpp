@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
       DemoRun d;
       d.placement = r.substr(0, colon);
       const std::string warmup = colon == std::string::npos ? "" : r.substr(colon + 1, second - colon - 1);
-      if (warmup.empty() || warmup.find_first_not_of("0123456789") != std::string::npos || warmup.size() > 9)
+      if (warmup.empty() || warmup.find_first_not_of("0123456789") != std::string::npos || warmup.size() > 9 ||
+          (second != std::string::npos && second + 1 == r.size()))
         throw gs::Error("--runs: '" + r + "' is not PLACEMENT:WARMUP[:CHANGE], e.g. post:0, pre:100 or post:0:radam");
       d.warmup = std::stoul(warmup);
       if (second != std::string::npos) d.change = r.substr(second + 1);
