@@ -312,10 +312,11 @@
     g.clusters.forEach(function (c) { if (c.parent === '' && c.forks.length) fold(c.scope); });
     const first = g.clusters.find(function (c) { return c.parent === '' && c.forks.length; });
     if (first && view.clusters[first.scope]) {
-      const b = outer(view.clusters[first.scope].getBBox());
-      const v = viewSize(), s = READABLE;
-      // the card's left edge near the left of the view, its top a third of the way down
-      setZoom([b.width * s < v.w ? v.w / 2 - s * (b.x + b.width / 2) : 16 - s * b.x, v.h / 3 - s * b.y], s);
+      const b = outer(view.clusters[first.scope].getBBox()), v = viewSize(), s = READABLE;
+      // the card's left edge near the left of the view; the stream node above it (its first fork) at the top
+      const at = first.forks.length && view.nodes[g.forks[first.forks[0]].at];
+      const top = at ? outer(at.getBBox()).y : b.y - v.h / 3 / s;
+      setZoom([b.width * s < v.w ? v.w / 2 - s * (b.x + b.width / 2) : 16 - s * b.x, 30 - s * top], s);
     } else {
       setZoom([0, 0], READABLE);
     }
@@ -797,7 +798,7 @@
     add('<b>Step 0, ' + name(A) + ':</b> at initialization the blocks\' gradients are alike (|dL/dW|: ' + vs(ra, steps[0]) + ').',
       { a: A, b: B, shown: 'a', step: steps[0], fold: allBlocks, node: fork0 ? fork0.at : -1 });
     if (dark >= 0)
-      add('<b>Step ' + dark + ': block 0 goes dark.</b> ' + vs(ra, dark) + '; its card turns blue on the colour scale shared by both runs' +
+      add('<b>Step ' + dark + ': block 0 goes dark.</b> ' + vs(ra, dark) + '; its card and its row in the table of blocks turn blue on the colour scale shared by both runs' +
         ' and every step. It stays dark: at step ' + last + ', ' + vs(ra, last) + '.',
         { a: A, b: B, shown: 'a', step: dark, fold: allBlocks, node: fork0 ? fork0.at : -1 });
     else
@@ -838,7 +839,8 @@
     DATA.runs.forEach(function (r, i) {
       if (i === A || i === B || !r.graph || r.name.split(',')[0] !== placement || tour.length >= 9) return;
       const fo = r.graph.forks[0];
-      add('<b>' + name(i) + ' against ' + name(A) + ':</b> ' + escapeHtml(verdict(r)) + ' (A: ' + escapeHtml(verdict(ra)) + '). At step ' + at +
+      add('<b>' + name(i) + ' against ' + name(A) + ':</b> verdict ' + escapeHtml(verdict(r)) + ' (A: ' + escapeHtml(verdict(ra)) +
+        (B >= 0 ? '; ' + name(B) + ': ' + escapeHtml(verdict(DATA.runs[B])) : '') + '). At step ' + at +
         ' its |dL/dW|: ' + vs(r, at) + '.', { a: A, b: i, shown: 'b', step: at, fold: allBlocks, node: fo ? fo.at : -1 });
     });
     tour.forEach(function (t, k) {
