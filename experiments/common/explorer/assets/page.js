@@ -827,7 +827,8 @@
       add('<b>The LN inputs grow</b> in ' + name(A) + ': ' + escapeHtml(big.name) + '\'s input RMS is ' +
         fmt(seriesValueAt(ra, 'ln_input_rms', big.name, steps[0]), 3) + ' at step 0, ' + fmt(seriesValueAt(ra, 'ln_input_rms', big.name, at), 3) +
         ' at step ' + at + ', ' + fmt(seriesValueAt(ra, 'ln_input_rms', big.name, last), 3) + ' at step ' + last + ' (chart below).',
-        { a: A, b: B, shown: 'a', step: last, fold: allBlocks, node: lnNode });
+        { a: A, b: B, shown: 'a', step: last, node: lnNode, zoom: lnNode >= 0,
+          fold: allBlocks.filter(function (s) { return lnNode < 0 || !inside(s, ga.nodes[lnNode].scope); }) });
     }
     // What changes the outcome: each other run of A's placement (warmup, RAdam, an intervention) as run B
     // beside A, at the same step, with its verdict.
