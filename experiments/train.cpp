@@ -300,6 +300,26 @@ Final train_one(Experiment& ex, TrainOptions& o, nn::ModelConfig config, const s
   return {t.val_loss, t.val_loss - corpus.floor};
 }
 
+// --graph FILE --graph-step N: trains steps 0 .. N-1 as the run would (same corpus, optimizer, schedule,
+// clipping and batches), then draws the forward and backward pass of step N on its training batch.
+void draw_graph_at_step(Experiment& ex, const TrainOptions& o, nn::ModelConfig config) {
+  const Corpus corpus = load_corpus(o, config, std::nullopt);
+  const std::size_t B = ex.model.batch, T = config.context;
+  nn::TransformerLM model(config);
+  std::unique_ptr<nn::Optimizer> optimizer = o.opt.make(model);
+  const nn::Schedule schedule = o.opt.with_hold({nn::parse_schedule(o.schedule), o.lr, o.warmup, o.schedule_steps, 0.1});
+  const StepSetup setup{&corpus.data, B, T, config.seed, schedule, o.clip};
+  for (std::size_t step = 0; step < ex.graph_step; ++step) {
+    const StepResult r = train_step(model, *optimizer, setup, step);
+    if (!r.finite()) throw Error("--graph-step " + std::to_string(ex.graph_step) + ": the loss is " +
+                                 std::to_string(r.loss) + " at step " + std::to_string(step));
+  }
+  write_pass_graph(ex.graph, model, training_batch(corpus.data, B, T, config.seed, ex.graph_step),
+                   nn::placement_name(config) + ", " + std::to_string(config.layers) + " layers, " +
+                       o.opt.optimizer + " lr " + fmt(o.lr) + ", warmup " + std::to_string(o.warmup) + ", seed " +
+                       std::to_string(config.seed) + ", at step " + std::to_string(ex.graph_step));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -311,6 +331,7 @@ int main(int argc, char** argv) {
   ex.model.vocab = 16, ex.model.d_model = 32, ex.model.heads = 2, ex.model.layers = 2, ex.model.seq = 32;
   ex.model.batch = 32;
   ex.add_model_flags();
+  ex.draws_graph_at_step = true;
   TrainOptions o;
   add_flag(ex.app, "--steps", o.steps, "total training steps (a resumed run continues up to this)");
   add_flag(ex.app, "--lr", o.lr, "peak learning rate");
@@ -359,6 +380,11 @@ int main(int argc, char** argv) {
     }
     if (o.schedule_steps == 0) o.schedule_steps = o.steps;  // recorded so: a resumed run keeps the schedule
     nn::ModelConfig config = resumed ? resumed->config : ex.model.config();  // its seed too: data and batches
+    if (ex.graph_step > 0) {  // --graph FILE --graph-step N: the pass of step N of this training run, drawn
+      if (resumed) throw FlagError("--graph-step trains from initialization; leave out --resume");
+      draw_graph_at_step(ex, o, config);
+      return;
+    }
     if (ex.seeds == 1) {
       train_one(ex, o, config, resumed, program_start);
       return;

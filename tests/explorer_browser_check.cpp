@@ -39,7 +39,7 @@ int dump_dom(const std::string& browser, const std::string& url, const fs::path&
   const std::string command = "timeout 60 " + browser +
                               " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
                               " --disable-background-networking --disable-component-update --disable-sync"
-                              " --user-data-dir='" + profile.string() + "' --virtual-time-budget=10000 --dump-dom '" +
+                              " --window-size=1280,800 --user-data-dir='" + profile.string() + "' --virtual-time-budget=10000 --dump-dom '" +
                               url + "' > '" + out.string() + "' 2> '" + log.string() + "'";
   const int raw = std::system(command.c_str());
   return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     o.d_ff = 32;
     o.steps = 6;
     o.eval_batches = 2;
-    o.runs = {{"post", 0}, {"pre", 0}};
+    o.runs = {{"post", 0, ""}, {"pre", 0, ""}, {"post", 0, "ln-undo-gain"}};
     o.recorder.snapshot_steps = {0, 1, 3, 6};
     gs::explorer::write_explorer_page(page_file, gs::explorer::demo_page(o));
     const auto written = Clock::now();

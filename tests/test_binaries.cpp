@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <set>
 #include <tuple>
@@ -360,4 +361,34 @@ TEST_CASE("train --seeds N: the mean and sd of the final figures are those of th
   REQUIRE(number_after(loss_part, "± ") == Approx(std::sqrt(var)).epsilon(0.05).margin(5e-4));
   REQUIRE(losses[0] != losses[1]);  // the seeds differ
   require_refused(run(path_of("train"), "--seeds 2 --save ck" + flags), 2, "train", {"--save", "--seeds 2"});
+}
+
+TEST_CASE("train --graph FILE --graph-step N draws the pass of training step N; other binaries refuse N > 0",
+          "[binaries][graph]") {
+  const fs::path dir = fs::temp_directory_path() / ("gradscope_test_graph_step_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string flags = "--layers 1 --d-model 8 --heads 2 --seq 4 --batch 2 --optimizer adam --clip 0 --warmup 0 "
+                            "--schedule warmup --lr 0.01 --steps 3 --eval-every 0 --eval-batches 1";
+  // the loss of step 2's pass, as the training run prints it in train.csv (step 3: after 2 updates)
+  const Result t = run(path_of("train"), flags + " --out '" + (dir / "run").string() + "'");
+  REQUIRE(t.status == 0);
+  std::stringstream csv(gs::nn::read_file(dir / "run" / "train.csv"));
+  std::string line, loss;
+  for (int k = 0; k < 3 && std::getline(csv, line);) k += std::isdigit(static_cast<unsigned char>(line[0])) ? 1 : 0;
+  std::stringstream cells(line);
+  std::getline(cells, loss, ','), std::getline(cells, loss, ',');
+  const Result g = run(path_of("train"), flags + " --graph '" + (dir / "g.dot").string() + "' --graph-step 2");
+  INFO(g.out << g.err);
+  REQUIRE(g.status == 0);
+  const std::string dot = gs::nn::read_file(dir / "g.dot");
+  REQUIRE(dot.find("at step 2: loss ") != std::string::npos);
+  const double drawn = std::stod(dot.substr(dot.find("at step 2: loss ") + 16));
+  REQUIRE(std::abs(drawn - std::stod(loss)) < 1e-6);  // the title prints 6 decimals
+  const Result g0 = run(path_of("train"), flags + " --graph '" + (dir / "g0.dot").string() + "'");
+  REQUIRE(g0.status == 0);
+  REQUIRE(gs::nn::read_file(dir / "g0.dot").find("at init: loss ") != std::string::npos);
+  fs::remove_all(dir);
+  require_refused(run(path_of("gradflow"), "--graph g.svg --graph-step 3"), 2, "gradflow", {"--graph-step 3", "initialization only"});
+  require_refused(run(path_of("train"), "--graph-step 3"), 2, "train", {"--graph-step", "--graph FILE"});
 }

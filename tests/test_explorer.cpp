@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -406,5 +407,42 @@ TEST_CASE("explorer binary: a bad --runs value or a missing --html-add page is o
   std::tie(status, err) = run("--runs postln:0");
   CHECK(status == 2);
   CHECK_THAT(err, Contains("--runs postln:0") && Contains("post"));
+  std::tie(status, err) = run("--runs post:0:detach-all");  // CHANGE: radam or an intervention of causes
+  CHECK(status == 1);
+  CHECK_THAT(err, Contains("--runs post:0:detach-all") && Contains("unknown intervention 'detach-all'") &&
+                      Contains("ln-undo-gain"));
+  std::tie(status, err) = run("--runs post:0:");
+  CHECK(status == 1);
+  CHECK_THAT(err, Contains("--runs: 'post:0:' is not PLACEMENT:WARMUP[:CHANGE]"));
   CHECK_FALSE(fs::exists(dir.path / "a.html"));
+}
+
+TEST_CASE("explorer page: it states the findings' answer, from docs/pre-vs-post-ln.md's answer block", "[explorer]") {
+  // The block is embedded at build time (embed_assets.cmake): the page shows what the doc says now.
+  const std::string doc = nn::read_file(std::filesystem::path(GRADSCOPE_SOURCE_DIR) / "docs" / "pre-vs-post-ln.md");
+  const std::size_t begin = doc.find("<!-- answer: begin"), end = doc.find("<!-- answer: end");
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end > begin);
+  const std::string html = page_html(Page{});
+  const std::size_t open = html.find("<div id=\"answer\">"), close = html.find("</div>", open);
+  REQUIRE(open != std::string::npos);
+  const std::string shown = html.substr(open, close - open);
+  CHECK(shown.find("<!--") == std::string::npos);  // the check-findings ties are dropped
+  // every sentence of the doc's block, less its ties and markdown, is on the page
+  std::string words = doc.substr(doc.find("-->", begin) + 3, end - doc.find("-->", begin) - 3);
+  for (std::size_t at; (at = words.find("<!--")) != std::string::npos;) words.erase(at, words.find("-->", at) + 3 - at);
+  std::string plain;
+  for (char c : words) if (c != '*' && c != '`') plain += c;
+  std::string shown_plain;
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    if (shown[i] == '<') { i = shown.find('>', i); continue; }
+    shown_plain += shown[i];
+  }
+  const auto squeeze = [](std::string s) {
+    std::string out;
+    for (char c : s) if (!std::isspace(static_cast<unsigned char>(c))) out += c;
+    return out;
+  };
+  CHECK(squeeze(shown_plain).find(squeeze(plain)) != std::string::npos);
+  CHECK_THAT(shown_plain, Contains("symptom"));
 }

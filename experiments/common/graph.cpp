@@ -62,10 +62,8 @@ void write_graph_file(const std::string& file, const std::string& unsigned_dot) 
   fs::rename(tmp, path);  // atomic: a reader sees the old file or the whole new one
 }
 
-void write_model_graph(const std::string& file, const ModelOptions& options) {
-  nn::TransformerLM model(options.config());
-  const nn::Batch batch = dump_batch(dump_corpus(options.vocab, options.batch, options.seq, options.seed),
-                                     options.batch, options.seq, options.seed);
+void write_pass_graph(const std::string& file, nn::TransformerLM& model, const nn::Batch& batch,
+                      const std::string& title) {
   Tape& tape = Tape::current();
   const bool kept = tape.keep_contributions;
   tape.reset();
@@ -73,16 +71,23 @@ void write_model_graph(const std::string& file, const ModelOptions& options) {
   const Var loss = model.loss(batch.inputs, batch.targets);
   loss.backward();
   DotOptions dot;
-  dot.title = options.placement + ", " + std::to_string(options.layers) + " layers, d " +
-              std::to_string(options.d_model) + ", batch " + std::to_string(options.batch) + " x " +
-              std::to_string(options.seq) + ": loss " + std::to_string(loss.value()()) + " at init, seed " +
-              std::to_string(options.seed);
+  dot.title = title + ": loss " + std::to_string(loss.value()());
   const std::string text = to_dot(tape, dot);
   const std::size_t entries = tape.size();
   tape.keep_contributions = kept;
   tape.reset();
   write_graph_file(file, text);
   std::printf("graph: %s (%zu tape entries)\n", file.c_str(), entries);
+}
+
+void write_model_graph(const std::string& file, const ModelOptions& options) {
+  nn::TransformerLM model(options.config());
+  const nn::Batch batch = dump_batch(dump_corpus(options.vocab, options.batch, options.seq, options.seed),
+                                     options.batch, options.seq, options.seed);
+  write_pass_graph(file, model, batch,
+                   options.placement + ", " + std::to_string(options.layers) + " layers, d " +
+                       std::to_string(options.d_model) + ", batch " + std::to_string(options.batch) + " x " +
+                       std::to_string(options.seq) + ", seed " + std::to_string(options.seed) + ", at init");
 }
 
 nn::Dataset dump_corpus(std::size_t vocab, std::size_t batch, std::size_t seq, unsigned seed) {

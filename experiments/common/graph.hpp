@@ -28,6 +28,10 @@ void check_graph_file(const std::string& file);
 // backward pass with Tape::keep_contributions on, on the dump batch of options.seed, drawn into
 // `file`. Prints what it wrote.
 void write_model_graph(const std::string& file, const ModelOptions& options);
+// The same for `model` as it is now, on `batch`, titled `title`: what --graph-step N draws after
+// training to step N (train). Prints what it wrote.
+void write_pass_graph(const std::string& file, nn::TransformerLM& model, const nn::Batch& batch,
+                      const std::string& title);
 
 // The Markov corpus the dump batch comes from: a chain with MarkovOptions{vocab, seed} (order 2,
 // concentration 0.1) and a stream just long enough for (batch, seq) windows.

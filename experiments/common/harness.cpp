@@ -119,6 +119,8 @@ void Experiment::add_model_flags() {
   add_flag(app, "--graph", graph,
            "draw the graph of one forward and backward pass of the model (model flags; keep --layers small) "
            "into this file and exit: .svg or .png (needs Graphviz's dot), else DOT text");
+  add_flag(app, "--graph-step", graph_step,
+           "with --graph: draw the pass of training step N (after N updates) instead of initialization (train)");
 }
 
 int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
@@ -161,7 +163,12 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
   if (!problem.empty()) return flag_error(problem);
   install_interrupt_handlers();  // from here on SIGINT and SIGTERM stop the run at a step boundary
   try {
-    if (!graph.empty()) {  // --graph: one forward and backward pass drawn, instead of the run
+    if (graph_step > 0 && graph.empty()) return flag_error("--graph-step draws the --graph picture: give --graph FILE too");
+    if (graph_step > 0 && html.wanted()) return flag_error("--graph-step draws one pass and trains no run: leave out --html");
+    if (graph_step > 0 && !draws_graph_at_step)
+      return flag_error("--graph-step " + std::to_string(graph_step) + ": " + program +
+                        " draws --graph at initialization only; train draws it at a training step");
+    if (!graph.empty() && graph_step == 0) {  // --graph: one forward and backward pass drawn, instead of the run
       check_graph_file(graph);
       // One pass with every contribution kept, and its DOT text: about 1 KiB per tape entry, twice
       // (the text, and the copy written)
@@ -172,6 +179,7 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
       write_model_graph(graph, model);
       return 0;
     }
+    if (!graph.empty()) check_graph_file(graph);  // --graph-step N: the body trains to step N and draws it
     explorer::check_html(html, program);  // before any work: never replace a file gradscope did not write
     if (grid_) {  // nothing the program did not write is replaced (nn/io/ownership.hpp), checked before any work
       nn::claim_output_dir(out, "--out", {program, "out"});

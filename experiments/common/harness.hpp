@@ -129,6 +129,10 @@ class Experiment {
   std::size_t seeds = 3;                                        // --seeds
   unsigned jobs = 2;                                            // --jobs
   std::string out, dump, graph, shard;                          // --out --dump --graph --shard
+  // --graph-step N: --graph draws the pass of training step N instead of initialization. Only a binary
+  // that sets draws_graph_at_step (train) takes N > 0: its body trains to step N and draws it.
+  std::size_t graph_step = 0;
+  bool draws_graph_at_step = false;
   std::vector<std::string> merge;                               // --merge
   bool dump_at_init = true;
   explorer::HtmlOptions html;  // --html --html-add --snapshot-steps

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 
 #include "engine/engine.hpp"
@@ -20,6 +21,13 @@ std::string fmt(double x, int digits = 4) {
   return buf;
 }
 
+std::unique_ptr<nn::Optimizer> optimizer_of(const DemoRun& spec, nn::TransformerLM& model) {
+  if (spec.change == "radam")
+    return std::make_unique<nn::RAdam>(model.named_parameters(), nn::RAdamOptions{0.9, 0.98, 1e-8, 0.0, false});
+  if (!spec.change.empty()) model.set_interventions(nn::parse_interventions(spec.change));
+  return std::make_unique<nn::Adam>(model.named_parameters(), nn::AdamOptions{0.9, 0.98, 1e-8, 0.0, false});
+}
+
 Run train_one(const DemoRun& spec, const DemoOptions& o, const experiments::Corpus& corpus) {
   nn::ModelConfig config;
   config.vocab = o.vocab;
@@ -31,10 +39,10 @@ Run train_one(const DemoRun& spec, const DemoOptions& o, const experiments::Corp
   config.placement = nn::parse_placement(spec.placement);
   config.seed = o.seed;
   nn::TransformerLM model(config);
-  nn::Adam adam(model.named_parameters(), nn::AdamOptions{0.9, 0.98, 1e-8, 0.0, false});
+  const std::unique_ptr<nn::Optimizer> optimizer = optimizer_of(spec, model);
   const nn::Schedule schedule{nn::ScheduleKind::warmup, o.lr, spec.warmup, o.steps, 0.1};
 
-  RunRecorder recorder(spec.placement + ", warmup " + std::to_string(spec.warmup), model, o.recorder);
+  RunRecorder recorder(spec.name(), model, o.recorder);
   Run& run = recorder.run();
   run.declare_chart({"lr", "learning rate", "The rate of the update that followed the step's pass (linear warmup "
                      "over the first W steps, then constant).", "lr", false});
@@ -48,7 +56,7 @@ Run train_one(const DemoRun& spec, const DemoOptions& o, const experiments::Corp
     if (!std::isfinite(loss)) break;
     recorder.record_pass(step, tape, loss);
     if (step == o.steps) break;  // the last pass is recorded, not followed by an update
-    const experiments::Update u = experiments::apply_update(adam, schedule, step, 0.0);
+    const experiments::Update u = experiments::apply_update(*optimizer, schedule, step, 0.0);
     recorder.record_update(step);
     run.add_point("lr", "lr", step, u.lr);
   }
@@ -63,7 +71,9 @@ Run train_one(const DemoRun& spec, const DemoOptions& o, const experiments::Corp
                              std::to_string(o.heads) + " heads, d_ff " + std::to_string(o.d_ff)},
                {"data", "Markov corpus, vocab " + std::to_string(o.vocab) + ", batch " + std::to_string(o.batch) +
                             " x seq " + std::to_string(o.seq)},
-               {"optimizer", "Adam(0.9, 0.98, eps 1e-8), lr " + fmt(o.lr) + ", no clipping"},
+               {"optimizer", std::string(spec.change == "radam" ? "RAdam" : "Adam") + "(0.9, 0.98, eps 1e-8), lr " + fmt(o.lr) +
+                                 ", no clipping"},
+               {"intervention", spec.change.empty() || spec.change == "radam" ? "none" : spec.change + " in every block"},
                {"seed", std::to_string(o.seed)},
                {"steps", std::to_string(o.steps) + " updates"},
                {"held-out loss", fmt(held_out) + " after " + std::to_string(step) + " updates (" +
@@ -74,6 +84,10 @@ Run train_one(const DemoRun& spec, const DemoOptions& o, const experiments::Corp
 }
 
 }  // namespace
+
+std::string DemoRun::name() const {
+  return placement + ", warmup " + std::to_string(warmup) + (change.empty() ? "" : ", " + change);
+}
 
 Page demo_page(const DemoOptions& o) {
   experiments::MarkovCorpusOptions mc;

@@ -16,6 +16,10 @@ namespace gs::explorer {
 struct DemoRun {
   std::string placement = "post";
   std::size_t warmup = 0;
+  // "" (Adam), "radam" (RAdam with the same betas), or a backward-pass intervention of
+  // nn/interventions.hpp ("ln-undo-gain", ...) in every block: the rows of `causes` (docs/pre-vs-post-ln.md, 8).
+  std::string change;
+  std::string name() const;  // "post, warmup 0" or "post, warmup 0, ln-undo-gain"
 };
 
 struct DemoOptions {
@@ -26,7 +30,7 @@ struct DemoOptions {
   double lr = 1e-2;
   std::size_t steps = 300;  // updates; the pass after the last one is recorded too (step == steps)
   std::size_t eval_batches = 20;
-  std::vector<DemoRun> runs = {{"post", 0}, {"post", 100}, {"pre", 0}, {"pre", 100}};
+  std::vector<DemoRun> runs = {{"post", 0, ""}, {"post", 100, ""}, {"pre", 0, ""}, {"pre", 100, ""}};
   RecorderOptions recorder;
   unsigned jobs = 2;
 };

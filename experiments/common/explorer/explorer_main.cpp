@@ -1,7 +1,7 @@
 // explorer: trains Post-LN and Pre-LN, with and without warmup, and writes the explorer page of the
 // runs (docs/explorer.md). Until every binary takes --html, this is how a page is made.
 //
-//   build/bin/explorer                                 4 runs (post/pre x warmup 0/100), 300 steps each
+//   build/bin/explorer                                 5 runs (post/pre x warmup 0/100, post with ln-undo-gain), 300 steps each
 //   build/bin/explorer --html a.html --runs post:0 --steps 100
 //   build/bin/explorer --html both.html --html-add a.html --html-add b.html --runs ""   merge pages only
 //
@@ -20,6 +20,7 @@
 #include "experiments/common/interrupt.hpp"
 #include "experiments/common/memory.hpp"
 #include "nn/config.hpp"
+#include "nn/interventions.hpp"
 
 using namespace gs::explorer;
 using gs::experiments::add_flag;
@@ -31,9 +32,11 @@ int main(int argc, char** argv) {
   DemoOptions o;
   HtmlOptions html;
   html.file = "out/explorer/explorer.html";
-  std::vector<std::string> runs = {"post:0", "post:100", "pre:0", "pre:100"};
+  std::vector<std::string> runs = {"post:0", "post:100", "pre:0", "pre:100", "post:0:ln-undo-gain"};
   add_html_options(app, html);
-  add_flag(app, "--runs", runs, "PLACEMENT:WARMUP pairs to train (comma-separated; empty: none)");
+  add_flag(app, "--runs", runs,
+           "PLACEMENT:WARMUP[:CHANGE] runs to train (comma-separated; empty: none); CHANGE: radam, or an "
+           "intervention of `causes` in every block (ln-undo-gain, ln-detach-stats, detach-skip, detach-branch, freeze-ln)");
   add_flag(app, "--steps", o.steps, "training steps per run");
   add_flag(app, "--lr", o.lr, "peak learning rate of Adam(0.9, 0.98)");
   add_flag(app, "--layers", o.layers, "blocks (the graph view draws up to about 4)");
@@ -52,19 +55,23 @@ int main(int argc, char** argv) {
     o.runs.clear();
     for (const std::string& r : runs) {
       if (r.empty()) continue;
-      const std::size_t colon = r.find(':');
+      const std::size_t colon = r.find(':'), second = colon == std::string::npos ? colon : r.find(':', colon + 1);
       DemoRun d;
       d.placement = r.substr(0, colon);
-      try {
-        if (colon == std::string::npos || r.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
-            colon + 1 == r.size() || r.size() - colon > 10)
-          throw std::invalid_argument("");
-        d.warmup = std::stoul(r.substr(colon + 1));
-      } catch (const std::exception&) {
-        throw gs::experiments::FlagError("--runs: '" + r + "' is not PLACEMENT:WARMUP, e.g. post:0 or pre:100");
-      }
+      const std::string warmup = colon == std::string::npos ? "" : r.substr(colon + 1, second - colon - 1);
+      if (warmup.empty() || warmup.find_first_not_of("0123456789") != std::string::npos || warmup.size() > 9 ||
+          (second != std::string::npos && second + 1 == r.size()))
+        throw gs::experiments::FlagError("--runs: '" + r + "' is not PLACEMENT:WARMUP[:CHANGE], e.g. post:0, pre:100 or post:0:radam");
+      d.warmup = std::stoul(warmup);
+      if (second != std::string::npos) d.change = r.substr(second + 1);
       try {
         gs::nn::parse_placement(d.placement);
+        if (!d.change.empty() && d.change != "radam") {
+          gs::nn::ModelConfig config;
+          config.placement = gs::nn::parse_placement(d.placement);
+          const std::string why = gs::nn::refusal(gs::nn::parse_interventions(d.change), config);
+          if (!why.empty()) throw gs::Error(why);
+        }
       } catch (const gs::Error& e) {
         throw gs::experiments::FlagError("--runs " + r + ": " + e.what());
       }

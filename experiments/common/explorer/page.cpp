@@ -63,6 +63,37 @@ std::string script_safe(const std::string& json) {
   return out;
 }
 
+// The answer block of docs/pre-vs-post-ln.md as HTML: its <!--= ... --> ties (scripts/check-findings)
+// dropped, the rest escaped, **bold** and `code` marked up (one paragraph).
+std::string answer_html(const std::string& markdown) {
+  std::string text;
+  for (std::size_t i = 0; i < markdown.size();) {
+    if (markdown.compare(i, 4, "<!--") == 0) {
+      const std::size_t end = markdown.find("-->", i);
+      i = end == std::string::npos ? markdown.size() : end + 3;
+      continue;
+    }
+    text += markdown[i++];
+  }
+  const std::string escaped = html_escaped(text);
+  std::string out = "<p>";
+  bool bold = false, code = false;
+  for (std::size_t i = 0; i < escaped.size(); ++i) {
+    if (escaped.compare(i, 2, "**") == 0) {
+      out += bold ? "</b>" : "<b>";
+      bold = !bold;
+      ++i;
+    } else if (escaped[i] == '`') {
+      out += code ? "</code>" : "<code>";
+      code = !code;
+    } else {
+      out += escaped[i];
+    }
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out + "</p>";
+}
+
 const std::string data_open = "<script type=\"application/json\" id=\"gradscope-data\">";
 
 }  // namespace
@@ -72,7 +103,8 @@ std::string page_html(const Page& page, std::string_view program) {
       {"SIGNATURE", html_escaped(nn::output_signature(program.empty() ? nn::this_program() : std::string(program)))},
       {"TITLE", html_escaped(page.title)},  {"CSS", assets::page_css},   {"CHART_JS", assets::chart_js},
       {"D3_JS", assets::d3_js},             {"APP_JS", assets::page_js},
-      {"SELFCHECK_JS", assets::selfcheck_js}, {"DATA", script_safe(page_json(page))}};
+      {"SELFCHECK_JS", assets::selfcheck_js}, {"DATA", script_safe(page_json(page))},
+      {"ANSWER", answer_html(assets::answer_block)}};
   // One pass over the template: {{NAME}} is replaced by fill[NAME], and nothing inserted is scanned again.
   const std::string tpl = assets::page_html;
   std::string out;

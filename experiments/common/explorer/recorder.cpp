@@ -126,6 +126,26 @@ std::string render_svg(const std::string& dot) {
   return out;
 }
 
+// The layout the page wants: the residual stream top to bottom with each block's branches beside it.
+// Graphviz ranks a parameter (a node with no inputs) freely, and a block's parameters ranked above
+// the previous block's end make its box overlap that block's ranks, so dot sets the blocks side by
+// side: a diagonal staircase. An invisible edge from the stream position last forked before a
+// parameter's first use to the parameter keeps each block below the one before it.
+std::string stream_layout(const std::string& dot, const GraphView& view) {
+  std::string extra;
+  for (const NodeView& n : view.nodes) {
+    if (!n.inputs.empty() || n.consumers.empty() || n.op == "const") continue;
+    const int use = n.consumers.front();
+    int at = -1;
+    for (const ForkView& f : view.forks)
+      if (f.at < use && f.at > at) at = f.at;
+    if (at >= 0) extra += "  n" + std::to_string(at) + " -> n" + std::to_string(n.index) + " [style=invis, weight=0];\n";
+  }
+  const std::size_t close = dot.rfind('}');
+  if (close == std::string::npos) throw Error("explorer: to_dot wrote no closing brace");
+  return dot.substr(0, close) + extra + dot.substr(close);
+}
+
 bool dot_available() { return std::system("command -v dot > /dev/null 2>&1") == 0; }
 
 double rms(const Array& x) { return norm(x) / std::sqrt(static_cast<double>(std::max<std::size_t>(1, x.size()))); }
@@ -208,7 +228,7 @@ void RunRecorder::record_pass(std::size_t step, const Tape& tape, double loss) {
       DotOptions dot;
       dot.legend = false;
       dot.svg_ids = true;
-      run_.graph = GraphData{*view_, render_svg(to_dot(tape, dot)), {}};
+      run_.graph = GraphData{*view_, render_svg(stream_layout(to_dot(tape, dot), *view_)), {}};
     }
   }
   if (run_.graph && snapshot) run_.graph->snapshots.push_back(read_snapshot(tape, *view_, step, loss, options_.bins));

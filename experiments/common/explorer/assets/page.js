@@ -1,7 +1,8 @@
 // The explorer page's glue: it draws what the embedded data holds (docs/explorer.md, "The data in the
 // page"). The layout is Graphviz's SVG, pan and zoom are d3's, the charts are Chart.js's; this file only
-// connects them: it colours the edges for the chosen step, fills the node panel, folds clusters, and
-// feeds the charts. It computes no statistic of its own: every number shown comes from the data.
+// connects them: it colours the edges for the chosen step, fills the node panel, folds clusters, feeds
+// the charts and builds the guided tour. It computes no statistic of its own: every number shown comes
+// from the data (the tour only picks steps and runs by comparing stored numbers).
 (function () {
   'use strict';
 
@@ -70,32 +71,59 @@
   }
 
   // ---- state ----
+  // Runs A and B are compared; the graph shows one of them (state.shown), at the step state.step. The
+  // step, the folds and the zoom stay when the shown run changes.
+  const runNamed = function (name) { return DATA.runs.findIndex(function (r) { return r.name === name; }); };
+  function defaultPair() {
+    // Post-LN and Pre-LN without warmup, the comparison the page exists for; else the first two runs.
+    const post = DATA.runs.findIndex(function (r) { return /^post, warmup 0\b/.test(r.name) && r.graph; });
+    const pre = DATA.runs.findIndex(function (r) { return /^pre, warmup 0\b/.test(r.name) && r.graph; });
+    if (post >= 0 && pre >= 0) return [post, pre];
+    return [0, DATA.runs.length > 1 ? 1 : -1];
+  }
+  const pair = defaultPair();
   const state = {
-    a: 0, b: DATA.runs.length > 1 ? 1 : -1,
-    snap: 0,          // index into run A's snapshots
-    selected: -1,     // tape index of the node in the panel
+    a: pair[0], b: pair[1], shown: 'a',
+    step: 0,          // the scrubber's step (a snapshot step of the shown run)
+    selected: -1,     // tape index of the node in the panel (in the shown run's graph)
     folded: {},       // scope -> true
-    scaleMode: 'step'
+    scaleMode: 'both'
   };
-  const view = { svg: null, top: null, viewport: null, zoom: null, nodes: {}, edges: [], clusters: {}, textLines: {} };
+  const view = { svg: null, top: null, viewport: null, zoom: null, nodes: {}, edges: [], clusters: {}, textLines: {}, scale: null };
   const charts = [];  // {id, chart}
   let histCharts = [];
 
-  function runA() { return DATA.runs[state.a]; }
-  function graphA() { return runA() ? runA().graph : null; }
-  function snapshot() { const g = graphA(); return g && g.snapshots.length ? g.snapshots[state.snap] : null; }
+  function shownIndex() { return state.shown === 'b' && state.b >= 0 ? state.b : state.a; }
+  function runShown() { return DATA.runs[shownIndex()]; }
+  function graphShown() { return runShown() ? runShown().graph : null; }
+  // The index of the snapshot of g at `step`, or of the last one before it (the first if none is).
+  function snapIndex(g, step) {
+    let k = 0;
+    g.snapshots.forEach(function (s, i) { if (s.step <= step) k = i; });
+    return k;
+  }
+  function snapshot() { const g = graphShown(); return g && g.snapshots.length ? g.snapshots[snapIndex(g, state.step)] : null; }
   function nodeName(g, i) {
     const n = g.nodes[i];
     return '#' + i + ' ' + n.op + (n.label ? ' ' + n.label : '');
   }
+  function seriesOf(run, chartId, name) {
+    return run.series.find(function (x) { return x.chart === chartId && x.name === name; }) || null;
+  }
   function seriesValueAt(run, chartId, name, step) {
-    const s = run.series.find(function (x) { return x.chart === chartId && x.name === name; });
+    const s = seriesOf(run, chartId, name);
     if (!s) return null;
     const k = s.steps.indexOf(step);
     return k >= 0 ? s.values[k] : null;
   }
+  // The blocks of a run's |dL/dW| chart: "blocks.0", ..., the top one last.
+  function blockNames(run) {
+    return run.series.filter(function (s) { return s.chart === 'grad_norm' && /^blocks\.\d+$/.test(s.name); })
+      .map(function (s) { return s.name; })
+      .sort(function (x, y) { return +x.split('.')[1] - +y.split('.')[1]; });
+  }
 
-  // ---- run pickers and facts ----
+  // ---- run pickers, the graph's A/B toggle, facts ----
   function fillRunPickers() {
     const a = $('run-a'), b = $('run-b');
     a.innerHTML = ''; b.innerHTML = '';
@@ -105,8 +133,41 @@
     });
     b.add(new Option('(none)', -1));
     a.value = state.a; b.value = state.b;
-    a.onchange = function () { state.a = +a.value; state.snap = 0; drawGraph(); drawCharts(); drawFacts(); };
-    b.onchange = function () { state.b = +b.value; drawCharts(); drawFacts(); };
+    a.onchange = function () { setRuns(+a.value, state.b, state.shown); };
+    b.onchange = function () { setRuns(state.a, +b.value, state.shown); };
+    $('show-a').onclick = function () { setRuns(state.a, state.b, 'a'); };
+    $('show-b').onclick = function () { setRuns(state.a, state.b, 'b'); };
+  }
+  // Sets runs A and B and which one the graph shows; keeps the step, folds, zoom and (if it exists in
+  // the new graph, by its module and label) the selected node.
+  function setRuns(a, b, shown) {
+    const before = graphShown(), selected = state.selected;
+    const key = before && selected >= 0 ? [before.nodes[selected].scope, before.nodes[selected].label, before.nodes[selected].op] : null;
+    const graphChanged = (shown === 'b' && b >= 0 ? b : a) !== shownIndex();
+    const pairChanged = a !== state.a || b !== state.b;
+    state.a = a; state.b = b; state.shown = shown === 'b' && b >= 0 ? 'b' : 'a';
+    if (pairChanged) colourCache = null;
+    $('run-a').value = a; $('run-b').value = b;
+    if (graphChanged) {
+      const g = graphShown();
+      state.selected = -1;
+      if (g && key) {
+        const same = g.nodes.findIndex(function (n) { return n.scope === key[0] && n.label === key[1] && n.op === key[2]; });
+        state.selected = same;
+      }
+      drawGraph(true);
+    } else {
+      showStep();
+    }
+    if (pairChanged) { drawCharts(); drawFacts(); showStep(); }
+    markToggle();
+  }
+  function markToggle() {
+    $('show-a').classList.toggle('on', state.shown === 'a');
+    $('show-b').classList.toggle('on', state.shown === 'b');
+    $('show-b').disabled = state.b < 0;
+    const r = runShown();
+    $('graph-title').textContent = r ? (state.shown === 'a' ? 'A: ' : 'B: ') + r.name : '';
   }
   function drawFacts() {
     const runs = [state.a, state.b].filter(function (i, k) { return i >= 0 && (k === 0 || i !== state.a); });
@@ -125,14 +186,19 @@
   }
 
   // ---- the graph ----
-  function drawGraph() {
-    const g = graphA(), box = $('graph'), note = $('graph-note');
-    box.innerHTML = '';
-    view.nodes = {}; view.edges = []; view.clusters = {}; view.textLines = {};
+  // The SVG's user units are screen pixels (its viewBox is the box's size), so the zoom's scale is pixels
+  // per Graphviz unit: Graphviz's node text is 10 units, edge labels 9. READABLE puts edge labels at 12 px.
+  const READABLE = 12 / 9;
+  function drawGraph(keepView) {
+    const g = graphShown(), box = $('graph'), note = $('graph-note');
+    const kept = keepView && view.zoom ? { t: view.zoom.translate(), s: view.zoom.scale() } : null;
+    const folds = Object.keys(state.folded);
+    Array.prototype.slice.call(box.querySelectorAll('svg')).forEach(function (s) { box.removeChild(s); });
+    view.nodes = {}; view.edges = []; view.clusters = {}; view.textLines = {}; view.zoom = null; view.svg = null;
     state.folded = {};
     if (!g) {
       note.hidden = false;
-      note.textContent = 'No graph for run "' + runA().name + '": ' + (runA().graph_note || 'none was recorded.') +
+      note.textContent = 'No graph for run "' + runShown().name + '": ' + (runShown().graph_note || 'none was recorded.') +
         ' The charts below cover every run.';
       $('graph-wrap').style.display = 'none';
       $('legend').innerHTML = '';
@@ -141,38 +207,44 @@
     }
     note.hidden = true;
     $('graph-wrap').style.display = '';
-    box.innerHTML = DATA.svgs[g.svg];
-    const svg = box.querySelector('svg');
+    const holder = document.createElement('div');
+    holder.innerHTML = DATA.svgs[g.svg];
+    const svg = holder.querySelector('svg');
+    box.insertBefore(svg, $('graph-title'));
+    const vb = svg.viewBox.baseVal;
+    view.size = { w: vb.width, h: vb.height };
     svg.removeAttribute('width'); svg.removeAttribute('height');
-    svg.setAttribute('preserveAspectRatio', 'xMidYMid meet');
     view.svg = svg;
     view.top = svg.querySelector('g.graph');
+    sizeViewBox();
     // Pan and zoom (d3): a viewport group around Graphviz's top group.
     const viewport = document.createElementNS('http://www.w3.org/2000/svg', 'g');
     viewport.setAttribute('class', 'viewport');
     svg.insertBefore(viewport, view.top);
     viewport.appendChild(view.top);
     view.viewport = viewport;
-    view.zoom = d3.behavior.zoom().scaleExtent([0.2, 40]).on('zoom', function () {
+    view.zoom = d3.behavior.zoom().scaleExtent([0.05, 20]).on('zoom', function () {
       viewport.setAttribute('transform', 'translate(' + d3.event.translate + ')scale(' + d3.event.scale + ')');
+      clearTimeout(view.redrawCards);
+      view.redrawCards = setTimeout(function () { Object.keys(state.folded).forEach(drawCard); }, 120);
     });
     d3.select(svg).call(view.zoom).on('dblclick.zoom', null);
 
     g.nodes.forEach(function (n) {
-      const el = svg.getElementById ? svg.getElementById('n' + n.i) : document.getElementById('n' + n.i);
+      const el = svg.querySelector('[id="n' + n.i + '"]');
       if (!el) return;
       view.nodes[n.i] = el;
       view.textLines[n.i] = Array.prototype.slice.call(el.querySelectorAll('text'));
-      el.addEventListener('click', function (ev) { ev.stopPropagation(); select(n.i); });
+      el.addEventListener('click', function (ev) { ev.stopPropagation(); select(n.i); centreOn(n.i); });
     });
     g.edges.forEach(function (e, k) {
-      const el = document.getElementById(e.id);
+      const el = svg.querySelector('[id="' + e.id + '"]');
       view.edges[k] = el ? {
         el: el, paths: el.querySelectorAll('path'), heads: el.querySelectorAll('polygon'), text: el.querySelector('text')
       } : null;
     });
     g.clusters.forEach(function (c) {
-      const el = document.getElementById('cluster:' + c.scope);
+      const el = svg.querySelector('[id="cluster:' + c.scope + '"]');
       if (!el) return;
       view.clusters[c.scope] = el;
       const label = el.querySelector('text');
@@ -183,56 +255,121 @@
         label.appendChild(title);
       }
     });
-    setupScrubber();
     if (state.selected >= g.nodes.length) state.selected = -1;
-    fit();
+    setupScrubber();
+    folds.forEach(function (scope) { if (view.clusters[scope]) fold(scope); });
+    if (kept) setZoom(kept.t, kept.s); else defaultView();
+    Object.keys(state.folded).forEach(drawCard);
+    if (state.selected >= 0) select(state.selected); else drawPanel();
+    markToggle();
   }
-
+  function sizeViewBox() {
+    if (!view.svg) return;
+    const w = view.svg.clientWidth || 800, h = view.svg.clientHeight || 500;
+    view.svg.setAttribute('viewBox', '0 0 ' + w + ' ' + h);
+    view.svg.setAttribute('preserveAspectRatio', 'xMinYMin meet');
+  }
+  window.addEventListener('resize', sizeViewBox);
+  function setZoom(t, s) {
+    if (!view.zoom) return;
+    view.zoom.translate(t).scale(s);
+    view.viewport.setAttribute('transform', 'translate(' + t + ')scale(' + s + ')');
+  }
+  // A box of Graphviz's top group (getBBox of an element in it) in the coordinates the zoom acts on.
+  function outer(bb) {
+    const m = view.top.transform.baseVal.consolidate();
+    return { x: bb.x + (m ? m.matrix.e : 0), y: bb.y + (m ? m.matrix.f : 0), width: bb.width, height: bb.height };
+  }
+  function viewSize() { const vb = view.svg.viewBox.baseVal; return { w: vb.width, h: vb.height }; }
   function fit() {
     if (!view.zoom) return;
-    view.zoom.translate([0, 0]).scale(1);
-    view.viewport.setAttribute('transform', '');
+    const v = viewSize(), s = Math.min(v.w / view.size.w, v.h / view.size.h);
+    setZoom([(v.w - s * view.size.w) / 2, (v.h - s * view.size.h) / 2], s);
+    Object.keys(state.folded).forEach(drawCard);
+  }
+  // Shows box b (outer coordinates) at a readable zoom: its top left corner near the view's top left,
+  // or centred when it fits.
+  function showBox(b, atLeast) {
+    const v = viewSize(), s = Math.max(view.zoom.scale(), atLeast || READABLE);
+    const tx = b.width * s < v.w ? v.w / 2 - s * (b.x + b.width / 2) : 12 - s * b.x;
+    const ty = b.height * s < v.h ? v.h / 2 - s * (b.y + b.height / 2) : 28 - s * b.y;
+    setZoom([tx, ty], s);
+    Object.keys(state.folded).forEach(drawCard);
   }
   // Centres the view on node i at a readable zoom.
   function centreOn(i) {
     const el = view.nodes[i];
-    if (!el || !view.svg) return;
-    const vb = view.svg.viewBox.baseVal, bb = el.getBBox();
-    const m = view.top.transform.baseVal.consolidate();
-    const cx = bb.x + bb.width / 2 + (m ? m.matrix.e : 0), cy = bb.y + bb.height / 2 + (m ? m.matrix.f : 0);
-    const s = Math.max(view.zoom.scale(), Math.min(6, vb.width / 900));
-    const t = [vb.x + vb.width / 2 - cx * s, vb.y + vb.height / 2 - cy * s];
-    view.zoom.translate(t).scale(s);
-    view.viewport.setAttribute('transform', 'translate(' + t + ')scale(' + s + ')');
+    if (!el || !view.svg || el.style.display === 'none') return;
+    const b = outer(el.getBBox()), v = viewSize(), s = Math.max(view.zoom.scale(), READABLE);
+    setZoom([v.w / 2 - s * (b.x + b.width / 2), v.h / 2 - s * (b.y + b.height / 2)], s);
+    Object.keys(state.folded).forEach(drawCard);
+  }
+  // The default view: every block folded, at a readable zoom, on the stream's entry into block 0 (the
+  // top of the graph), so that the first cards' text can be read.
+  function defaultView() {
+    const g = graphShown();
+    if (!g) return;
+    g.clusters.forEach(function (c) { if (c.parent === '' && c.forks.length) fold(c.scope); });
+    const first = g.clusters.find(function (c) { return c.parent === '' && c.forks.length; });
+    if (first && view.clusters[first.scope]) {
+      const b = outer(view.clusters[first.scope].getBBox()), v = viewSize(), s = READABLE;
+      // the card's left edge near the left of the view; the stream node above it (its first fork) at the top
+      const at = first.forks.length && view.nodes[g.forks[first.forks[0]].at];
+      const top = at ? outer(at.getBBox()).y : b.y - v.h / 3 / s;
+      setZoom([b.width * s < v.w ? v.w / 2 - s * (b.x + b.width / 2) : 16 - s * b.x, 30 - s * top], s);
+    } else {
+      setZoom([0, 0], READABLE);
+    }
+    Object.keys(state.folded).forEach(drawCard);
   }
 
   function setupScrubber() {
-    const g = graphA(), range = $('step');
+    const g = graphShown(), range = $('step');
     const n = g ? g.snapshots.length : 0;
     range.max = Math.max(0, n - 1);
-    range.value = state.snap;
+    const k = g && n ? snapIndex(g, state.step) : 0;
+    if (g && n) state.step = g.snapshots[k].step;
+    range.value = k;
     range.disabled = n <= 1;
-    range.oninput = function () { state.snap = +range.value; showStep(); };
+    range.oninput = function () { const gg = graphShown(); state.step = gg.snapshots[+range.value].step; showStep(); };
     $('scale-mode').onchange = function () { state.scaleMode = $('scale-mode').value; showStep(); };
     showStep();
   }
+  function setStep(step) {
+    const g = graphShown();
+    if (!g || !g.snapshots.length) { state.step = step; return; }
+    const k = snapIndex(g, step);
+    state.step = g.snapshots[k].step;
+    $('step').value = k;
+    showStep();
+  }
 
+  // The colour scale of the edges: one scale over every step of runs A and B (the default), of the shown
+  // run, or of this step's own edges.
+  let colourCache = null;
   function currentScale() {
-    const g = graphA(), s = snapshot();
-    if (state.scaleMode === 'run') {
+    const g = graphShown(), s = snapshot();
+    if (state.scaleMode === 'step') return makeScale(s.edge_norm);
+    const runs = state.scaleMode === 'run' ? [shownIndex()] : [state.a, state.b].filter(function (i) { return i >= 0; });
+    const key = state.scaleMode + ':' + runs.join(',');
+    if (!colourCache || colourCache.key !== key) {
       let all = [];
-      g.snapshots.forEach(function (x) { all = all.concat(x.edge_norm); });
-      return makeScale(all);
+      runs.forEach(function (i) {
+        const gg = DATA.runs[i].graph;
+        if (gg) gg.snapshots.forEach(function (x) { all = all.concat(x.edge_norm); });
+      });
+      if (!all.length) g.snapshots.forEach(function (x) { all = all.concat(x.edge_norm); });
+      colourCache = { key: key, scale: makeScale(all) };
     }
-    return makeScale(s.edge_norm);
+    return colourCache.scale;
   }
 
   // Recolours and relabels the graph, the folded cards, the panel and the charts' step marker.
   function showStep() {
-    const g = graphA(), s = snapshot();
+    const g = graphShown(), s = snapshot();
     $('step-label').textContent = s ? s.step : '-';
-    $('step-info').textContent = s ? 'snapshot ' + (state.snap + 1) + ' of ' + g.snapshots.length +
-      ' · loss ' + fmt(s.loss) + ' at this step' : '';
+    $('step-info').textContent = s ? 'loss ' + fmt(s.loss) + ' at this step (snapshot ' + (snapIndex(g, state.step) + 1) + ' of ' +
+      g.snapshots.length + ')' : '';
     if (s) {
       const scale = currentScale();
       view.scale = scale;
@@ -262,23 +399,67 @@
         });
       });
       drawLegend(scale);
+      drawLadder();
       Object.keys(state.folded).forEach(function (scope) { drawCard(scope); });
     }
     if (state.selected >= 0) drawPanel();
     charts.forEach(function (c) { c.chart.update('none'); });
   }
 
+  // The blocks of runs A and B side by side at this step, over the graph's top right corner: each
+  // block's first residual fork (the stream entering it), skip | branch, tinted on the graph's colour
+  // scale, so that a block gone dark in one run and not in the other is seen at once. A click shows
+  // that run's graph with the block open.
+  function drawLadder() {
+    const box = $('ladder');
+    const runs = [['a', state.a], ['b', state.b]].filter(function (r) { return r[1] >= 0 && DATA.runs[r[1]].graph; });
+    if (!runs.length || !view.scale) { box.hidden = true; return; }
+    const scopes = [];
+    runs.forEach(function (r) {
+      DATA.runs[r[1]].graph.clusters.forEach(function (c) { if (c.parent === '' && c.forks.length && scopes.indexOf(c.scope) < 0) scopes.push(c.scope); });
+    });
+    let html = '<table><tr><th>step ' + state.step + '<br><span class="muted">skip | branch into</span></th>' + runs.map(function (r) {
+      return '<th><span class="swatch ' + r[0] + '"></span>' + r[0].toUpperCase() + ': ' + escapeHtml(DATA.runs[r[1]].name) + '</th>';
+    }).join('') + '</tr>';
+    scopes.forEach(function (scope) {
+      html += '<tr><th>' + escapeHtml(scope) + '</th>' + runs.map(function (r) {
+        const g = DATA.runs[r[1]].graph, c = g.clusters.find(function (x) { return x.scope === scope; });
+        if (!c) return '<td></td>';
+        const snap = g.snapshots[snapIndex(g, state.step)], f = snap.forks[c.forks[0]];
+        const top = Math.max(f[0] === null ? 0 : f[0], f[1] === null ? 0 : f[1]);
+        const colour = view.scale.colour(top > 0 ? top : null);
+        return '<td data-run="' + r[0] + '" data-scope="' + escapeHtml(scope) + '" style="background:' + d3.interpolateRgb('#ffffff', colour)(0.45) +
+          ';border-left:4px solid ' + colour + '">' + fmt3(f[0]) + ' | ' + fmt3(f[1]) + '</td>';
+      }).join('') + '</tr>';
+    });
+    box.innerHTML = html + '</table>';
+    box.hidden = false;
+    box.querySelectorAll('td[data-scope]').forEach(function (td) {
+      td.onclick = function () {
+        const scope = td.getAttribute('data-scope');
+        setRuns(state.a, state.b, td.getAttribute('data-run'));
+        if (state.folded[scope]) unfold(scope); else if (view.clusters[scope]) showBox(outer(view.clusters[scope].getBBox()));
+      };
+    });
+  }
+
+  // The colour bar with a number at every power of ten it spans.
   function drawLegend(scale) {
     const stops = [0, 0.25, 0.5, 0.75, 1].map(function (t) { return scale.colour(scale.value(t)) + ' ' + (t * 100) + '%'; });
-    const lowText = scale.any ? (scale.lo < scale.low ? '<= ' : '') + fmt3(scale.value(0)) : '-';
+    let ticks = '';
+    if (scale.any && scale.hi > scale.low) {
+      for (let d = Math.ceil(scale.low); d <= Math.floor(scale.hi); ++d) {
+        const x = (d - scale.low) / (scale.hi - scale.low) * 100;
+        ticks += '<span style="left:' + x.toFixed(1) + '%">' + fmt(Math.pow(10, d), 1) + '</span>';
+      }
+    }
+    const what = state.scaleMode === 'both' ? 'runs A and B, every step' : state.scaleMode === 'run' ? 'this run, every step' : 'this step';
     $('legend').innerHTML =
-      '<span>|g| along an edge: <span class="bar" style="background:linear-gradient(to right,' + stops.join(',') + ')"></span> ' +
-      lowText + ' … ' + (scale.any ? fmt3(scale.value(1)) : '-') +
-      (state.scaleMode === 'run' ? ' (all steps of the run)' : ' (this step)') + '; grey: no gradient</span>' +
-      '<span><b>bold</b>: the skip (identity) path into a residual add</span>' +
-      '<span>dashed: the branch, from the stream into the sublayer and back into the add</span>' +
-      '<span><span class="tag" style="background:#fff2b3">yellow</span> the residual stream; "skip a | branch b": the two parts of its gradient</span>' +
-      '<span>an edge\'s number: the norm of the gradient that the op sent back into that input</span>';
+      '<span>|g| along an edge (' + what + '): ' + (scale.any && scale.lo < scale.low ? '&le;' : '') + fmt3(scale.any ? scale.value(0) : null) +
+      ' <span class="scale"><span class="bar" style="background:linear-gradient(to right,' + stops.join(',') + ')"></span>' +
+      '<span class="ticks">' + ticks + '</span></span> ' + fmt3(scale.any ? scale.value(1) : null) + '; grey: none</span>' +
+      '<span><b>bold</b>: skip path; dashed: branch</span>' +
+      '<span><span class="tag" style="background:#fff2b3">yellow</span> residual stream, "skip a | branch b": its gradient\'s two parts</span>';
   }
 
   // ---- folding a cluster ----
@@ -287,18 +468,19 @@
     if (state.folded[scope]) unfold(scope); else fold(scope);
   }
   function fold(scope) {
-    const g = graphA();
     if (!view.clusters[scope]) return;
-    Object.keys(state.folded).forEach(function (s) { if (inside(scope, s) && s !== scope) unfold(s); });
+    Object.keys(state.folded).forEach(function (s) { if (inside(scope, s) && s !== scope) unfold(s, true); });
     state.folded[scope] = true;
     setFoldedVisibility();
     drawCard(scope);
   }
-  function unfold(scope) {
+  // Unfolds and, unless quiet, shows the unfolded module at a readable zoom.
+  function unfold(scope, quiet) {
     delete state.folded[scope];
     const card = cardOf(scope);
     if (card) card.parentNode.removeChild(card);
     setFoldedVisibility();
+    if (!quiet && view.clusters[scope]) showBox(outer(view.clusters[scope].getBBox()));
   }
   function cardOf(scope) {
     return view.top ? Array.prototype.find.call(view.top.querySelectorAll('g.fold-card'), function (c) {
@@ -308,7 +490,7 @@
   // Hides every node, edge and nested cluster inside a folded cluster; edges that cross its border stay
   // and end under its card.
   function setFoldedVisibility() {
-    const g = graphA(), folded = Object.keys(state.folded);
+    const g = graphShown(), folded = Object.keys(state.folded);
     const hidden = function (scope) { return folded.some(function (f) { return inside(f, scope); }); };
     g.nodes.forEach(function (n) { if (view.nodes[n.i]) view.nodes[n.i].style.display = hidden(n.scope) ? 'none' : ''; });
     g.edges.forEach(function (e, k) {
@@ -324,22 +506,22 @@
   }
   // The card of a folded cluster: its residual forks' skip and branch gradient norms at this step.
   function cardLines(scope) {
-    const g = graphA(), s = snapshot(), c = g.clusters.find(function (x) { return x.scope === scope; });
-    const lines = [scope + ' (folded; click to unfold)'];
+    const g = graphShown(), s = snapshot(), c = g.clusters.find(function (x) { return x.scope === scope; });
+    const lines = [scope + ' (folded; click to open)'];
     c.forks.forEach(function (f) {
       const fork = g.forks[f], at = g.nodes[fork.at];
       lines.push('at ' + (at.label || '#' + at.i) + ' → ' + fork.branch + ':');
       lines.push('   skip ' + fmt(s.forks[f][0]) + ' | branch ' + fmt(s.forks[f][1]));
     });
     if (!c.forks.length) lines.push('no residual connection inside');
-    const gw = seriesValueAt(runA(), 'grad_norm', scope, s.step);
+    const gw = seriesValueAt(runShown(), 'grad_norm', scope, s.step);
     if (gw !== null) lines.push('|dL/dW| of its parameters ' + fmt(gw));
     return lines;
   }
   function drawCard(scope) {
     let card = cardOf(scope);
     const el = view.clusters[scope];
-    if (!el) return;
+    if (!el || !state.folded[scope]) return;
     if (!card) {
       card = document.createElementNS('http://www.w3.org/2000/svg', 'g');
       card.setAttribute('class', 'fold-card');
@@ -348,19 +530,19 @@
       view.top.appendChild(card);  // last: drawn over the edges that end inside
     }
     const bb = el.getBBox(), lines = cardLines(scope);
-    // 13 px on screen at the zoom of the moment, if the lines fit the cluster's box
-    const ctm = view.top.getScreenCTM(), perPixel = ctm && ctm.a > 0 ? 1 / ctm.a : 1;
-    const size = Math.min(13 * perPixel, bb.width / 22, bb.height / (lines.length * 1.5 + 1));
+    // 14 px on screen at the zoom of the moment, if the lines fit the cluster's box
+    const perPixel = view.zoom && view.zoom.scale() > 0 ? 1 / view.zoom.scale() : 1;
+    const size = Math.min(14 * perPixel, bb.width / 24, bb.height / (lines.length * 1.5 + 1));
     card.innerHTML = '';
     const rect = document.createElementNS('http://www.w3.org/2000/svg', 'rect');
     [['x', bb.x], ['y', bb.y], ['width', bb.width], ['height', bb.height], ['rx', 10]].forEach(function (a) { rect.setAttribute(a[0], a[1]); });
     // Tinted by the edge colour of the largest gradient part at its forks: a block gone dark is blue.
-    const g = graphA(), s = snapshot(), c = g.clusters.find(function (x) { return x.scope === scope; });
+    const g = graphShown(), s = snapshot(), c = g.clusters.find(function (x) { return x.scope === scope; });
     let top = null;
     c.forks.forEach(function (f) { [s.forks[f][0], s.forks[f][1]].forEach(function (v) { if (v !== null && (top === null || v > top)) top = v; }); });
     if (top !== null && view.scale) {
       const colour = view.scale.colour(top);
-      rect.style.fill = d3.interpolateRgb('#ffffff', colour)(0.28);
+      rect.style.fill = d3.interpolateRgb('#ffffff', colour)(0.35);
       rect.style.stroke = colour;
       rect.style.strokeWidth = '3px';
       rect.style.vectorEffect = 'non-scaling-stroke';
@@ -395,7 +577,7 @@
   }
   function link(g, i) { return '<a data-node="' + i + '">' + escapeHtml(nodeName(g, i)) + '</a>'; }
   function drawPanel() {
-    const g = graphA(), s = snapshot(), i = state.selected, panel = $('panel');
+    const g = graphShown(), s = snapshot(), i = state.selected, panel = $('panel');
     histCharts.forEach(function (c) { c.destroy(); });
     histCharts = [];
     if (!g || i < 0 || !s) return;
@@ -462,8 +644,9 @@
   }
 
   // ---- charts over steps ----
-  const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22',
-    '#393b79', '#ad494a', '#637939', '#7b4173', '#e7ba52', '#3182bd'];
+  // Run A in warm colours, run B in cool ones (B also dashed); within a run, one shade per series.
+  const WARM = ['#d62728', '#ff7f0e', '#8c564b', '#e377c2', '#bcbd22', '#ad494a', '#e7ba52', '#7b4173', '#843c39', '#d6616b'];
+  const COOL = ['#1f77b4', '#17becf', '#2ca02c', '#9467bd', '#393b79', '#637939', '#3182bd', '#6baed6', '#31a354', '#756bb1'];
   // The scrubber's step as a vertical line (a Chart.js plugin: glue, not charting).
   const stepMarker = {
     id: 'stepMarker',
@@ -476,99 +659,252 @@
       ctx.beginPath(); ctx.moveTo(x, area.top); ctx.lineTo(x, area.bottom); ctx.stroke(); ctx.restore();
     }
   };
+  // The key charts, first and above the fold: each picks named series of a stored chart.
+  //   pick(run): the series names of `from` to draw for that run.
+  function keyCharts() {
+    const topLN = function (run) {
+      const names = run.series.filter(function (s) { return s.chart === 'ln_input_rms'; }).map(function (s) { return s.name; });
+      return names.length ? [names[0], names[names.length - 1]].filter(function (n, k, a) { return a.indexOf(n) === k; }) : [];
+    };
+    const ends = function (run) { const b = blockNames(run); return b.length ? [b[0], b[b.length - 1]].filter(function (n, k, a) { return a.indexOf(n) === k; }) : []; };
+    return [
+      { id: 'loss', from: 'loss', title: 'training loss', y_label: 'loss (nats)', log_y: false,
+        description: 'the mean cross-entropy of each step\'s training batch, before its update',
+        pick: function (run) { return run.series.filter(function (s) { return s.chart === 'loss'; }).map(function (s) { return s.name; }); } },
+      { id: 'key_grad', from: 'grad_norm', title: 'block 0 against the top block: |dL/dW|', y_label: '|dL/dW|', log_y: true,
+        description: 'the gradient norm of the lowest and the highest block\'s parameters, before clipping', pick: ends },
+      { id: 'key_ln', from: 'ln_input_rms', title: 'RMS of the LayerNorms\' input', y_label: 'RMS', log_y: true,
+        description: 'the first and the last LN: in Post-LN the sum skip + branch that enters it', pick: topLN },
+      { id: 'key_update', from: 'update_ratio', title: 'the early window: update size, steps 0-50', y_label: '|ΔW| / |W|', log_y: true,
+        description: 'block 0\'s and the top block\'s update per step, relative to their weights', pick: ends, xmax: 50 }
+    ];
+  }
   function chartDatasets(def) {
-    const runs = [[state.a, 'A', []]].concat(state.b >= 0 && state.b !== state.a ? [[state.b, 'B', [6, 4]]] : []);
-    const names = [];
-    runs.forEach(function (r) {
-      DATA.runs[r[0]].series.forEach(function (s) { if (s.chart === def.id && names.indexOf(s.name) < 0) names.push(s.name); });
-    });
+    const runs = [[state.a, 'A', [], WARM]].concat(state.b >= 0 && state.b !== state.a ? [[state.b, 'B', [6, 4], COOL]] : []);
     const sets = [];
     runs.forEach(function (r) {
-      DATA.runs[r[0]].series.forEach(function (s) {
-        if (s.chart !== def.id) return;
-        const colour = PALETTE[names.indexOf(s.name) % PALETTE.length];
+      const run = DATA.runs[r[0]];
+      const names = def.pick ? def.pick(run) : run.series.filter(function (s) { return s.chart === (def.from || def.id); }).map(function (s) { return s.name; });
+      names.forEach(function (name, k) {
+        const s = seriesOf(run, def.from || def.id, name);
+        if (!s) return;
+        const colour = r[3][k % r[3].length];
         sets.push({
           label: r[1] + ': ' + s.name, run: r[0], series: s.name,
-          data: s.steps.map(function (x, k) { const y = s.values[k]; return { x: x, y: def.log_y && !(y > 0) ? null : y }; }),
-          borderColor: colour, backgroundColor: colour, borderDash: r[2], borderWidth: 1.6, pointRadius: 0, spanGaps: false
+          data: s.steps.map(function (x, j) { const y = s.values[j]; return { x: x, y: def.log_y && !(y > 0) ? null : y }; })
+            .filter(function (p) { return def.xmax === undefined || p.x <= def.xmax; }),
+          borderColor: colour, backgroundColor: colour, borderDash: r[2], borderWidth: 1.8, pointRadius: 0, spanGaps: false
         });
       });
     });
     return sets;
   }
+  // The y axis of a chart whose points all have one value (a constant learning rate): around that
+  // value, not Chart.js's [v - 1, v + 1].
+  function yRange(sets, log) {
+    let lo = Infinity, hi = -Infinity;
+    sets.forEach(function (d) { d.data.forEach(function (p) { if (p.y !== null && isFinite(p.y)) { lo = Math.min(lo, p.y); hi = Math.max(hi, p.y); } }); });
+    if (!(lo <= hi) || lo !== hi) return {};
+    if (log) return { min: lo / 3, max: hi * 3 };
+    return lo === 0 ? { min: -1, max: 1 } : { min: Math.min(0, 2 * lo), max: Math.max(0, 2 * hi) };
+  }
+  function makeChart(box, def) {
+    const card = document.createElement('div');
+    card.className = 'chart-card';
+    card.setAttribute('data-chart', def.id);
+    card.innerHTML = '<h3>' + escapeHtml(def.title) + '</h3><p class="muted">' + escapeHtml(def.description) +
+      '</p><div class="canvas-box"><canvas></canvas></div>';
+    box.appendChild(card);
+    const sets = chartDatasets(def), range = yRange(sets, def.log_y);
+    const y = {
+      type: def.log_y ? 'logarithmic' : 'linear', title: { display: true, text: def.y_label },
+      // a log axis labels its powers of ten only
+      ticks: { callback: function (v) { return !def.log_y || Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9 ? fmt(v) : ''; } }
+    };
+    if (range.min !== undefined) { y.min = range.min; y.max = range.max; }
+    const chart = new Chart(card.querySelector('canvas'), {
+      type: 'line',
+      data: { datasets: sets },
+      options: {
+        animation: false, responsive: true, maintainAspectRatio: false, parsing: false, normalized: true,
+        interaction: { mode: 'nearest', axis: 'x', intersect: false },
+        scales: { x: { type: 'linear', title: { display: true, text: 'step' }, max: def.xmax }, y: y },
+        plugins: {
+          legend: { position: 'bottom', labels: { boxWidth: 14, boxHeight: 2, font: { size: 11 } } },
+          tooltip: { callbacks: { label: function (c) { return c.dataset.label + ': ' + fmt(c.parsed.y); } } }
+        }
+      },
+      plugins: [stepMarker]
+    });
+    charts.push({ id: def.id, chart: chart });
+  }
   function drawCharts() {
     charts.forEach(function (c) { c.chart.destroy(); });
     charts.length = 0;
-    const box = $('charts');
-    box.innerHTML = '';
+    $('charts').innerHTML = '';
+    $('charts-more').innerHTML = '';
+    keyCharts().forEach(function (def) { makeChart($('charts'), def); });
+    if (!$('charts-more').hidden) drawMoreCharts();
+  }
+  // Every stored chart of runs A and B, behind the "show every chart" button.
+  function drawMoreCharts() {
     const defs = [];
     [state.a, state.b].forEach(function (i) {
       if (i < 0) return;
       DATA.runs[i].charts.forEach(function (c) { if (!defs.find(function (d) { return d.id === c.id; })) defs.push(c); });
     });
-    defs.forEach(function (def) {
-      const card = document.createElement('div');
-      card.className = 'chart-card';
-      card.setAttribute('data-chart', def.id);
-      card.innerHTML = '<h3>' + escapeHtml(def.title) + '</h3><p class="muted">' + escapeHtml(def.description) +
-        '</p><div class="canvas-box"><canvas></canvas></div>';
-      box.appendChild(card);
-      const chart = new Chart(card.querySelector('canvas'), {
-        type: 'line',
-        data: { datasets: chartDatasets(def) },
-        options: {
-          animation: false, responsive: true, maintainAspectRatio: false, parsing: false, normalized: true,
-          interaction: { mode: 'nearest', axis: 'x', intersect: false },
-          scales: {
-            x: { type: 'linear', title: { display: true, text: 'step' } },
-            y: {
-              type: def.log_y ? 'logarithmic' : 'linear', title: { display: true, text: def.y_label },
-              // a log axis labels its powers of ten only
-              ticks: { callback: function (v) { return !def.log_y || Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9 ? fmt(v) : ''; } }
-            }
-          },
-          plugins: {
-            legend: { position: 'bottom', labels: { boxWidth: 12, boxHeight: 2, font: { size: 10.5 } } },
-            tooltip: { callbacks: { label: function (c) { return c.dataset.label + ': ' + fmt(c.parsed.y); } } }
-          }
-        },
-        plugins: [stepMarker]
-      });
-      charts.push({ id: def.id, chart: chart });
+    defs.forEach(function (def) { makeChart($('charts-more'), { id: 'all_' + def.id, from: def.id, title: def.title, description: def.description,
+      y_label: def.y_label, log_y: def.log_y, pick: null, chartId: def.id }); });
+  }
+  $('more-charts').onclick = function () {
+    const more = $('charts-more');
+    more.hidden = !more.hidden;
+    $('more-charts').textContent = more.hidden ? 'show every chart' : 'hide the other charts';
+    if (more.hidden) {
+      for (let k = charts.length - 1; k >= 0; --k) if (charts[k].id.indexOf('all_') === 0) { charts[k].chart.destroy(); charts.splice(k, 1); }
+      more.innerHTML = '';
+    } else {
+      drawMoreCharts();
+    }
+  };
+
+  // ---- the guided tour: numbered steps from this page's own numbers ----
+  // Built once, for the default pair (Post-LN and Pre-LN without warmup when the page has them). Each
+  // step is a click that sets runs A and B, the graph's run, the step, the folds and the selection;
+  // its element carries them (data-run: the run whose graph is shown, data-step, data-node) for the test.
+  const tour = [];
+  function buildTour() {
+    const list = $('tour');
+    list.innerHTML = '';
+    tour.length = 0;
+    const A = pair[0], B = pair[1], ra = DATA.runs[A], ga = ra.graph;
+    if (!ga || !ga.snapshots.length) { list.innerHTML = '<li class="muted">(no graph in run A: no tour)</li>'; return; }
+    const blocks = blockNames(ra);
+    const steps = ga.snapshots.map(function (s) { return s.step; }), last = steps[steps.length - 1];
+    const g0 = function (run, step) { const b = blockNames(run); return b.length ? seriesValueAt(run, 'grad_norm', b[0], step) : null; };
+    const gTop = function (run, step) { const b = blockNames(run); return b.length ? seriesValueAt(run, 'grad_norm', b[b.length - 1], step) : null; };
+    // The first snapshot step at which block 0's |dL/dW| is below a tenth of the top block's.
+    let dark = -1;
+    steps.forEach(function (s) { const x = g0(ra, s), y = gTop(ra, s); if (dark < 0 && x !== null && y !== null && x < 0.1 * y) dark = s; });
+    const at = dark >= 0 ? dark : (steps.indexOf(13) >= 0 ? 13 : steps[Math.min(steps.length - 1, Math.floor(steps.length / 2))]);
+    const fork0 = ga.forks.length ? ga.forks[0] : null;
+    const bottom = blocks[0], topBlock = blocks[blocks.length - 1];
+    const allBlocks = ga.clusters.filter(function (c) { return c.parent === '' && c.forks.length; }).map(function (c) { return c.scope; });
+    const add = function (html, action) { tour.push({ html: html, action: action }); };
+    const name = function (i) { return '<i>' + escapeHtml(DATA.runs[i].name) + '</i>'; };
+    const vs = function (run, step) {
+      return bottom ? escapeHtml(bottom) + ' ' + fmt(g0(run, step), 3) + ', ' + escapeHtml(topBlock) + ' ' + fmt(gTop(run, step), 3) : '';
+    };
+    add('<b>Step 0, ' + name(A) + ':</b> at initialization the blocks\' gradients are alike (|dL/dW|: ' + vs(ra, steps[0]) + ').',
+      { a: A, b: B, shown: 'a', step: steps[0], fold: allBlocks, node: fork0 ? fork0.at : -1 });
+    if (dark >= 0)
+      add('<b>Step ' + dark + ': block 0 goes dark.</b> ' + vs(ra, dark) + '; its card and its row in the table of blocks turn blue on the colour scale shared by both runs' +
+        ' and every step. It stays dark: at step ' + last + ', ' + vs(ra, last) + '.',
+        { a: A, b: B, shown: 'a', step: dark, fold: allBlocks, node: fork0 ? fork0.at : -1 });
+    else
+      add('<b>In ' + name(A) + ' no block goes dark:</b> block 0\'s |dL/dW| stays above a tenth of the top block\'s at every snapshot.',
+        { a: A, b: B, shown: 'a', step: at, fold: allBlocks, node: fork0 ? fork0.at : -1 });
+    if (fork0) {
+      const f = ga.snapshots[snapIndex(ga, at)].forks[ga.forks.indexOf(fork0)];
+      const at0 = ga.nodes[fork0.at];
+      add('<b>Skip and branch at step ' + at + ':</b> the stream entering ' + escapeHtml(fork0.scope || bottom) + ' (#' + fork0.at + ' ' +
+        escapeHtml(at0.label || at0.op) + ') gets skip ' + fmt(f[0], 3) + ' | branch ' + fmt(f[1], 3) +
+        '. Both shrink together: in Post-LN both paths come back through every LN above. The panel lists each contribution.',
+        { a: A, b: B, shown: 'a', step: at, fold: allBlocks.filter(function (s) { return s !== (fork0.scope || bottom); }), node: fork0.at, zoom: true });
+    }
+    if (B >= 0 && DATA.runs[B].graph) {
+      const rb = DATA.runs[B], gb = rb.graph, fb = gb.forks.length ? gb.forks[0] : null;
+      add('<b>' + name(B) + ' at step ' + at + ':</b> no block goes dark (' + vs(rb, at) + '): its skip path carries the gradient ' +
+        'around every LN. Same step, same folds: only the run changed.',
+        { a: A, b: B, shown: 'b', step: at, fold: allBlocks, node: fb ? fb.at : -1 });
+    }
+    const lns = ra.series.filter(function (s) { return s.chart === 'ln_input_rms'; });
+    if (lns.length) {
+      // the LN whose input is largest at the last step
+      let big = lns[0];
+      lns.forEach(function (s) { if (s.values[s.values.length - 1] > big.values[big.values.length - 1]) big = s; });
+      const lnNode = ga.nodes.findIndex(function (n) { return n.op === 'layernorm_fused' && (n.scope === big.name || n.label === big.name.split('.').pop()); });
+      add('<b>The LN inputs grow</b> in ' + name(A) + ': ' + escapeHtml(big.name) + '\'s input RMS is ' +
+        fmt(seriesValueAt(ra, 'ln_input_rms', big.name, steps[0]), 3) + ' at step 0, ' + fmt(seriesValueAt(ra, 'ln_input_rms', big.name, at), 3) +
+        ' at step ' + at + ', ' + fmt(seriesValueAt(ra, 'ln_input_rms', big.name, last), 3) + ' at step ' + last + ' (chart below).',
+        { a: A, b: B, shown: 'a', step: last, node: lnNode, zoom: lnNode >= 0,
+          fold: allBlocks.filter(function (s) { return lnNode < 0 || !inside(s, ga.nodes[lnNode].scope); }) });
+    }
+    // What changes the outcome: each other run of A's placement (warmup, RAdam, an intervention) as run B
+    // beside A, at the same step, with its verdict.
+    const verdict = function (run) {
+      const v = run.facts.find(function (f) { return f[0] === 'verdict'; }), h = run.facts.find(function (f) { return f[0] === 'held-out loss'; });
+      return (v ? v[1].split(' (')[0] : '') + (h ? ', held-out loss ' + h[1].split(' ')[0] : '');
+    };
+    const placement = ra.name.split(',')[0];
+    DATA.runs.forEach(function (r, i) {
+      if (i === A || i === B || !r.graph || r.name.split(',')[0] !== placement || tour.length >= 9) return;
+      const fo = r.graph.forks[0];
+      add('<b>' + name(i) + ' against ' + name(A) + ':</b> verdict ' + escapeHtml(verdict(r)) + ' (A: ' + escapeHtml(verdict(ra)) +
+        (B >= 0 ? '; ' + name(B) + ': ' + escapeHtml(verdict(DATA.runs[B])) : '') + '). At step ' + at +
+        ' its |dL/dW|: ' + vs(r, at) + '.', { a: A, b: i, shown: 'b', step: at, fold: allBlocks, node: fo ? fo.at : -1 });
     });
+    tour.forEach(function (t, k) {
+      const li = document.createElement('li');
+      li.innerHTML = t.html;
+      const run = t.action.shown === 'b' ? t.action.b : t.action.a;
+      li.setAttribute('data-run', run);
+      li.setAttribute('data-step', t.action.step);
+      li.setAttribute('data-node', t.action.node);
+      li.onclick = function () { doTour(k); };
+      list.appendChild(li);
+    });
+  }
+  function doTour(k) {
+    const t = tour[k].action;
+    Array.prototype.forEach.call($('tour').children, function (li, j) { li.classList.toggle('active', j === k); });
+    setRuns(t.a, t.b, t.shown);
+    setStep(t.step);
+    Object.keys(state.folded).forEach(function (s) { unfold(s, true); });
+    t.fold.forEach(function (s) { fold(s); });
+    if (t.node >= 0) select(t.node);
+    if (t.zoom && t.node >= 0) centreOn(t.node);
+    else if (!t.zoom) defaultView();
   }
 
   // ---- the toolbar ----
   $('fold-all').onclick = function () {
-    const g = graphA();
+    const g = graphShown();
     if (!g) return;
     g.clusters.forEach(function (c) { if (c.parent === '' && c.forks.length) fold(c.scope); });
   };
-  $('unfold-all').onclick = function () { Object.keys(state.folded).forEach(unfold); };
+  $('unfold-all').onclick = function () { Object.keys(state.folded).forEach(function (s) { unfold(s, true); }); };
   $('fit').onclick = fit;
 
-  // ---- the address: page.html#run=1&b=3&step=300&scale=run&node=4&fold=blocks.0,blocks.1&zoom=2 ----
-  // opens the page in that state (run: index or name; step: a snapshot step). #selfcheck runs the self-check.
+  // ---- the address: page.html#run=1&b=3&show=b&step=300&scale=run&node=4&fold=blocks.0,blocks.1&zoom=2 ----
+  // opens the page in that state (run, b: index or name; show: a or b; step: a snapshot step; fold: the
+  // folded modules, "none" for none). #selfcheck runs the self-check.
   function applyAddress() {
     const p = {};
     location.hash.replace(/^#/, '').split('&').forEach(function (kv) {
       const i = kv.indexOf('=');
       if (i > 0) p[decodeURIComponent(kv.slice(0, i))] = decodeURIComponent(kv.slice(i + 1));
     });
+    if (p.tour !== undefined && tour[+p.tour - 1]) { doTour(+p.tour - 1); return; }
     const runIndex = function (v) {
-      const byName = DATA.runs.findIndex(function (r) { return r.name === v; });
+      const byName = runNamed(v);
       return byName >= 0 ? byName : (/^\d+$/.test(v) && +v < DATA.runs.length ? +v : -2);
     };
-    if (p.run !== undefined && runIndex(p.run) >= 0) { $('run-a').value = runIndex(p.run); $('run-a').onchange(); }
-    if (p.b !== undefined && runIndex(p.b) >= -1) { $('run-b').value = p.b === '-1' ? -1 : runIndex(p.b); $('run-b').onchange(); }
-    if (p.scale === 'run' || p.scale === 'step') { $('scale-mode').value = p.scale; $('scale-mode').onchange(); }
-    const g = graphA();
-    if (g && p.step !== undefined) {
-      const k = g.snapshots.findIndex(function (s) { return s.step === +p.step; });
-      if (k >= 0) { $('step').value = k; state.snap = k; showStep(); }
+    let a = state.a, b = state.b;
+    if (p.run !== undefined && runIndex(p.run) >= 0) a = runIndex(p.run);
+    if (p.b !== undefined) b = p.b === '-1' ? -1 : runIndex(p.b) >= 0 ? runIndex(p.b) : b;
+    setRuns(a, b, p.show === 'b' ? 'b' : 'a');
+    if (p.scale === 'run' || p.scale === 'step' || p.scale === 'both') { $('scale-mode').value = p.scale; $('scale-mode').onchange(); }
+    const g = graphShown();
+    if (g && p.step !== undefined) setStep(+p.step);
+    if (g && p.fold) {
+      Object.keys(state.folded).forEach(function (s) { unfold(s, true); });
+      if (p.fold !== 'none') p.fold.split(',').forEach(function (scope) { fold(scope); });
     }
-    if (g && p.fold) p.fold.split(',').forEach(function (scope) { fold(scope); });
-    if (g && p.node !== undefined && g.nodes[+p.node]) { select(+p.node); if (p.zoom) { view.zoom.scale(+p.zoom); centreOn(+p.node); } }
+    if (g && p.node !== undefined && g.nodes[+p.node]) {
+      select(+p.node);
+      if (p.zoom) { view.zoom.scale(+p.zoom); centreOn(+p.node); }
+    }
   }
 
   // ---- start ----
@@ -578,10 +914,11 @@
     $('graph-note').textContent = 'This page holds no runs.';
   } else {
     fillRunPickers();
-    drawGraph();
+    drawGraph(false);
     drawCharts();
     drawFacts();
-    const g = graphA();
+    buildTour();
+    const g = graphShown();
     if (g && g.forks.length) select(g.forks[0].at);
     if (location.hash.length > 1 && location.hash !== '#selfcheck') applyAddress();
   }
@@ -590,8 +927,9 @@
 
   // The self-check (page.html#selfcheck): what the browser test runs.
   window.gradscopeExplorer = {
-    DATA: DATA, state: state, view: view, charts: charts, fmt: fmt, fmt3: fmt3, stats: stats,
-    select: select, fold: fold, unfold: unfold, showStep: showStep, currentScale: currentScale, cardLines: cardLines
+    DATA: DATA, state: state, view: view, charts: charts, tour: tour, fmt: fmt, fmt3: fmt3, stats: stats, READABLE: READABLE,
+    select: select, fold: fold, unfold: unfold, showStep: showStep, setStep: setStep, currentScale: currentScale, cardLines: cardLines,
+    snapshot: snapshot, graphShown: graphShown, shownIndex: shownIndex
   };
   if (location.hash === '#selfcheck' && window.gradscopeSelfcheck) window.gradscopeSelfcheck(window.gradscopeExplorer);
 })();

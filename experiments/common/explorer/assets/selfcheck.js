@@ -16,6 +16,41 @@ window.gradscopeSelfcheck = function (E) {
   const D = E.DATA, $ = function (id) { return document.getElementById(id); };
   const click = function (el) { el.dispatchEvent(new MouseEvent('click', { bubbles: true, cancelable: true })); };
   const graphRun = D.runs.findIndex(function (r) { return r.graph && r.graph.snapshots.length > 1; });
+  const snapOf = function (g) { return g.snapshots.findIndex(function (x) { return x.step === E.state.step; }); };
+
+  // 0. The default view, at the window the test opens (1280x800): runs A and B are Post-LN and Pre-LN
+  // without warmup, both in the charts; every label on screen is at least 11 px.
+  attempt('default view', function () {
+    const post = D.runs.findIndex(function (r) { return r.name === 'post, warmup 0'; });
+    const pre = D.runs.findIndex(function (r) { return r.name === 'pre, warmup 0'; });
+    check('default: run A is post, warmup 0 and run B pre, warmup 0', post >= 0 && pre >= 0 && E.state.a === post && E.state.b === pre &&
+      +$('run-a').value === post && +$('run-b').value === pre, 'A ' + E.state.a + ', B ' + E.state.b);
+    const loss = E.charts.find(function (c) { return c.id === 'loss'; });
+    const runsDrawn = loss ? loss.chart.data.datasets.map(function (d) { return d.run; }) : [];
+    check('default: the loss chart draws both runs', runsDrawn.indexOf(post) >= 0 && runsDrawn.indexOf(pre) >= 0, 'runs ' + runsDrawn);
+    check('default: the graph can show either run', !$('show-a').disabled && !$('show-b').disabled && $('show-a').classList.contains('on'),
+      'toggle state');
+    const box = $('graph').getBoundingClientRect();
+    let visible = 0, smallest = Infinity, smallText = '';
+    document.querySelectorAll('#graph svg text').forEach(function (t) {
+      if (!t.textContent.trim()) return;
+      const r = t.getBoundingClientRect();
+      if (r.width === 0 || r.right < box.left || r.left > box.right || r.bottom < box.top || r.top > box.bottom) return;
+      const size = parseFloat(t.getAttribute('font-size') || getComputedStyle(t).fontSize) * t.getScreenCTM().a;
+      visible++;
+      if (size < smallest) { smallest = size; smallText = t.textContent; }
+    });
+    check('default: labels are on screen', visible >= 5, visible + ' texts in view');
+    check('default: every label on screen is at least 11 px', smallest >= 11, 'smallest ' + smallest.toFixed(1) + ' px: "' + smallText + '"');
+    check('default: the blocks are folded into cards', document.querySelectorAll('g.fold-card').length >= 2,
+      document.querySelectorAll('g.fold-card').length + ' cards');
+    // the colour scale spans both runs and every step: the legend's ends are its extremes
+    let hi = -Infinity;
+    [post, pre].forEach(function (i) { D.runs[i].graph.snapshots.forEach(function (x) { x.edge_norm.forEach(function (n) { if (n > 0) hi = Math.max(hi, n); }); }); });
+    check('default: one colour scale over both runs and every step', Math.abs(E.currentScale().value(1) - hi) <= 1e-9 * hi,
+      'scale top ' + E.currentScale().value(1) + ', largest norm ' + hi);
+    check('default: the legend has numbers', document.querySelectorAll('#legend .ticks span').length >= 2, 'no ticks');
+  });
 
   check('data: the page holds runs', D.runs.length > 0, 'no runs');
   check('data: a run has a graph with two or more snapshots', graphRun >= 0, 'none');
@@ -28,7 +63,7 @@ window.gradscopeSelfcheck = function (E) {
     const el = E.view.nodes[i];
     check('select: the node is drawn', !!el, 'no SVG element n' + i);
     click(el.querySelector('text') || el);
-    const panel = $('panel'), s = g.snapshots[E.state.snap];
+    const panel = $('panel'), s = g.snapshots[snapOf(g)];
     const text = function (k) { const x = panel.querySelector('[data-k="' + k + '"]'); return x ? x.textContent : null; };
     check('select: the panel shows the tape index', text('index') === '#' + i, 'panel says ' + text('index'));
     check('select: the panel shows the op', text('op') === g.nodes[i].op, 'panel says ' + text('op') + ', data ' + g.nodes[i].op);
@@ -65,7 +100,7 @@ window.gradscopeSelfcheck = function (E) {
   attempt('scrub', function () {
     const last = g.snapshots.length - 1, range = $('step');
     // The expected colours, from the scale of each step's own norms (the default "step" mode).
-    const before = E.currentScale(), s0 = g.snapshots[E.state.snap], s1 = g.snapshots[last];
+    const before = E.currentScale(), s0 = g.snapshots[snapOf(g)], s1 = g.snapshots[last];
     let k = -1;
     range.value = last;
     range.dispatchEvent(new Event('input'));
@@ -74,7 +109,7 @@ window.gradscopeSelfcheck = function (E) {
       if (k < 0 && E.view.edges[j] && s0.edge_norm[j] !== null && s1.edge_norm[j] !== null &&
           before.colour(s0.edge_norm[j]) !== after.colour(s1.edge_norm[j])) k = j;
     });
-    check('scrub: the scrubber moved to the last snapshot', E.state.snap === last && $('step-label').textContent === String(s1.step),
+    check('scrub: the scrubber moved to the last snapshot', snapOf(g) === last && $('step-label').textContent === String(s1.step),
       'label ' + $('step-label').textContent);
     check('scrub: some edge changes colour between the steps', k >= 0, 'none differs');
     const path = E.view.edges[k].paths[0], want = after.colour(s1.edge_norm[k]);
@@ -91,13 +126,14 @@ window.gradscopeSelfcheck = function (E) {
 
   // 3. Fold a block: click its cluster's name; its card shows its forks' skip and branch norms.
   attempt('fold', function () {
+    click($('unfold-all'));
     const c = g.clusters.find(function (x) { return x.parent === '' && x.forks.length; });
     check('fold: a block with residual connections exists', !!c, 'none');
     const label = E.view.clusters[c.scope].querySelector('text');
     click(label);
     const card = Array.prototype.find.call(document.querySelectorAll('g.fold-card'), function (x) { return x.getAttribute('data-scope') === c.scope; });
     check('fold: a card replaces ' + c.scope, !!card, 'no card');
-    const s = g.snapshots[E.state.snap], text = card.textContent;
+    const s = g.snapshots[snapOf(g)], text = card.textContent;
     let all = true;
     c.forks.forEach(function (f) {
       all = all && text.indexOf('skip ' + E.fmt(s.forks[f][0]) + ' | branch ' + E.fmt(s.forks[f][1])) >= 0;
@@ -132,6 +168,75 @@ window.gradscopeSelfcheck = function (E) {
       check('switch: run A\'s graph is redrawn', E.state.a === other && document.querySelectorAll('#graph g.node').length === og.nodes.length,
         document.querySelectorAll('#graph g.node').length + ' nodes drawn, data ' + og.nodes.length);
     }
+  });
+
+  // 4b. The block ladder: run A's and B's first fork of each block at this step, from the data.
+  attempt('ladder', function () {
+    const cells = document.querySelectorAll('#ladder td[data-scope]');
+    check('ladder: a cell per block and run', cells.length >= 2, cells.length + ' cells');
+    let same = true;
+    cells.forEach(function (td) {
+      const run = D.runs[td.getAttribute('data-run') === 'a' ? E.state.a : E.state.b], g = run.graph;
+      const c = g.clusters.find(function (x) { return x.scope === td.getAttribute('data-scope'); });
+      const snap = g.snapshots.filter(function (x) { return x.step <= E.state.step; }).pop();
+      const ff = snap.forks[c.forks[0]];
+      same = same && td.textContent === E.fmt3(ff[0]) + ' | ' + E.fmt3(ff[1]);
+    });
+    check('ladder: each cell shows its fork\'s skip | branch from the data', same, 'a cell differs');
+  });
+
+  // 5. The graph's A/B toggle keeps the step, the folds and the zoom.
+  attempt('toggle keeps the view', function () {
+    const a = $('run-a'), b = $('run-b');
+    const post = D.runs.findIndex(function (r) { return r.name === 'post, warmup 0'; });
+    const pre = D.runs.findIndex(function (r) { return r.name === 'pre, warmup 0'; });
+    a.value = post; a.dispatchEvent(new Event('change'));
+    b.value = pre; b.dispatchEvent(new Event('change'));
+    click($('show-a'));
+    const g = D.runs[post].graph, k = g.snapshots.length - 2;
+    $('step').value = k; $('step').dispatchEvent(new Event('input'));
+    const step = E.state.step, scale = E.view.zoom.scale(), t = E.view.zoom.translate().slice();
+    const c = g.clusters.find(function (x) { return x.parent === '' && x.forks.length; });
+    E.fold(c.scope);
+    click($('show-b'));
+    check('toggle: the graph now shows run B', E.shownIndex() === pre &&
+      document.querySelectorAll('#graph g.node').length === D.runs[pre].graph.nodes.length, 'shows ' + E.shownIndex());
+    check('toggle: the step stays', E.state.step === step && $('step-label').textContent === String(step), 'step ' + E.state.step + ', was ' + step);
+    check('toggle: the fold stays', !!E.state.folded[c.scope] && !!document.querySelector('g.fold-card[data-scope="' + c.scope + '"]'), 'not folded');
+    check('toggle: the zoom stays', E.view.zoom.scale() === scale && E.view.zoom.translate()[0] === t[0] && E.view.zoom.translate()[1] === t[1],
+      'scale ' + E.view.zoom.scale() + ', was ' + scale);
+    a.value = D.runs.length - 1 === post ? 0 : D.runs.length - 1; a.dispatchEvent(new Event('change'));
+    check('toggle: picking another run A keeps the step', E.state.step === step, 'step ' + E.state.step);
+    a.value = post; a.dispatchEvent(new Event('change'));
+  });
+
+  // 6. The tour: each step sets the run, step and node it names.
+  attempt('tour', function () {
+    const items = document.querySelectorAll('#tour li[data-step]');
+    check('tour: it has steps', items.length >= 4, items.length + ' steps');
+    items.forEach(function (li, k) {
+      click(li);
+      const run = +li.getAttribute('data-run'), step = +li.getAttribute('data-step'), node = +li.getAttribute('data-node');
+      const title = document.querySelector('#panel [data-k="title"]');
+      check('tour ' + (k + 1) + ': shows run ' + run + ' at step ' + step + ', node ' + node,
+        E.shownIndex() === run && E.state.step === step && $('step-label').textContent === String(step) &&
+        (node < 0 || (E.state.selected === node && title && title.textContent.indexOf('#' + node + ' ') === 0)),
+        'run ' + E.shownIndex() + ', step ' + E.state.step + ', node ' + E.state.selected);
+      const m = li.textContent.match(/^Step (\d+)/);
+      if (m) check('tour ' + (k + 1) + ': the step it names is the one it sets', +m[1] === step, m[1] + ' vs ' + step);
+    });
+    check('tour: the project\'s answer is on the page', /symptom/.test($('answer').textContent), 'no answer text');
+  });
+
+  // 7. A constant series (the learning rate without warmup) gets an axis around its value.
+  attempt('constant axis', function () {
+    click($('more-charts'));
+    const lr = E.charts.find(function (c) { return c.id === 'all_lr'; });
+    check('charts: every chart is behind the toggle', !!lr, 'no lr chart');
+    const set = lr.chart.data.datasets.find(function (d) { return d.run === E.state.a; });
+    const v = set.data[set.data.length - 1].y, y = lr.chart.scales.y;
+    check('charts: a constant learning rate\'s axis holds it and no negative rate', y.min >= 0 && y.min < v && v < y.max && y.max <= 3 * v,
+      'axis ' + y.min + '..' + y.max + ' for ' + v);
   });
 
   const out = document.getElementById('selfcheck');
