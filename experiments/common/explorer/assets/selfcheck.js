@@ -225,7 +225,7 @@ window.gradscopeSelfcheck = function (E) {
       const m = li.textContent.match(/^Step (\d+)/);
       if (m) check('tour ' + (k + 1) + ': the step it names is the one it sets', +m[1] === step, m[1] + ' vs ' + step);
     });
-    check('tour: the project\'s answer is on the page', /symptom/.test($('answer').textContent), 'no answer text');
+    check('tour: the project\'s answer is on the page', /warmup/.test($('answer').textContent), 'no answer text');
   });
 
   // 7. A constant series (the learning rate without warmup) gets an axis around its value.
