@@ -36,10 +36,11 @@ struct Outcome {
   std::string out, err;
 };
 
-// Runs `name args...` (a binary of GRADSCOPE_BINARIES, or a path) in `cwd`, with GRADSCOPE_TEST_PAUSE_AT=pause_at if given. With a pause point,
-// waits until the process stops itself there, sends it `signal` and SIGCONT, and waits for its end.
-inline Outcome run_binary(const std::string& name, const std::vector<std::string>& args, const fs::path& cwd,
-                          const char* pause_at = nullptr, int signal = 0) {
+// Starts `name args...` (a binary of GRADSCOPE_BINARIES, or a path) in `cwd`, its stdout and stderr
+// going to cwd/.stdout and cwd/.stderr, with GRADSCOPE_TEST_PAUSE_AT=pause_at if given; with a pause
+// point, returns once the process has stopped itself there. Returns its pid.
+inline pid_t start_binary(const std::string& name, const std::vector<std::string>& args, const fs::path& cwd,
+                          const char* pause_at = nullptr) {
   const fs::path out = cwd / ".stdout", err = cwd / ".stderr";
   const std::string binary = name.find('/') != std::string::npos ? name : binary_path(name);  // a path: as it is
   const pid_t pid = ::fork();
@@ -55,15 +56,27 @@ inline Outcome run_binary(const std::string& name, const std::vector<std::string
     ::_exit(127);
   }
   REQUIRE(pid > 0);
-  int status = 0;
   if (pause_at) {
+    int status = 0;
     REQUIRE(::waitpid(pid, &status, WUNTRACED) == pid);
     INFO("the binary should have stopped itself at " << pause_at);
     REQUIRE(WIFSTOPPED(status));
+  }
+  return pid;
+}
+
+// Runs `name args...` as start_binary does and waits for its end. With a pause point, sends it `signal`
+// and SIGCONT once it has stopped there.
+inline Outcome run_binary(const std::string& name, const std::vector<std::string>& args, const fs::path& cwd,
+                          const char* pause_at = nullptr, int signal = 0) {
+  const pid_t pid = start_binary(name, args, cwd, pause_at);
+  if (pause_at) {
     REQUIRE(::kill(pid, signal) == 0);
     REQUIRE(::kill(pid, SIGCONT) == 0);
   }
+  int status = 0;
   REQUIRE(::waitpid(pid, &status, 0) == pid);
+  const fs::path out = cwd / ".stdout", err = cwd / ".stderr";
   Outcome o{WIFEXITED(status) ? WEXITSTATUS(status) : -1, nn::read_file(out), nn::read_file(err)};
   fs::remove(out);
   fs::remove(err);

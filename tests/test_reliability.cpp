@@ -37,28 +37,10 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
   return args;
 }
 
-// A binary started in `cwd` that stops itself at `pause_at` (GRADSCOPE_TEST_PAUSE_AT); returns its pid
-// once it has stopped. Its stdout and stderr go to cwd/.stdout and cwd/.stderr.
+// A binary started in `cwd` that stops itself at `pause_at`; its pid once it has stopped.
 pid_t start_paused(const std::string& name, const std::vector<std::string>& args, const fs::path& cwd,
                    const char* pause_at) {
-  const std::string binary = test::binary_path(name);
-  const fs::path out = cwd / ".stdout", err = cwd / ".stderr";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (::chdir(cwd.c_str()) != 0) ::_exit(126);
-    ::setenv("GRADSCOPE_TEST_PAUSE_AT", pause_at, 1);
-    if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr)) ::_exit(126);
-    std::vector<char*> argv{const_cast<char*>(binary.c_str())};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(binary.c_str(), argv.data());
-    ::_exit(127);
-  }
-  REQUIRE(pid > 0);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, WUNTRACED) == pid);
-  REQUIRE(WIFSTOPPED(status));
-  return pid;
+  return test::start_binary(name, args, cwd, pause_at);
 }
 
 // Continues a process start_paused stopped (again each time it stops at the pause point, which a grid
