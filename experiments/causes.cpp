@@ -259,8 +259,8 @@ int main(int argc, char** argv) {
     std::printf("causes: %zu runs (%zu placements x %zu rows x %zu seeds), %zu steps each, lr %g\n", runs,
                 ex.placements.size(), rows.size(), ex.seeds, o.steps, o.lr);
     std::printf("  model: layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; %s (vocab %zu), uniform log V %.4f, "
-                "unigram H1 %.4f, floor %.4f\n", mo.layers, mo.d_model, mo.heads, mo.batch, mo.seq, corpus.name.c_str(),
-                corpus.data.vocab(), corpus.uniform, corpus.unigram, corpus.floor);
+                "unigram H1 %.4f, floor %.4f%s\n", mo.layers, mo.d_model, mo.heads, mo.batch, mo.seq, corpus.name.c_str(),
+                corpus.data.vocab(), corpus.uniform, corpus.unigram, corpus.floor, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
     std::printf("  every row: Adam(0.9, 0.98, eps 1e-8), constant lr, no clipping, unless the row changes it; "
                 "verdicts: diverged if NaN/Inf or final > %.4f, stuck if final > %.4f, else trained\n",
                 corpus.uniform + o.margin, corpus.unigram - o.margin);

@@ -343,8 +343,8 @@ int main(int argc, char** argv) {
     const Corpus corpus = markov_corpus(co, mo.seq);
     std::printf("lrsweep: %zu runs (%zu variants x %zu lrs x %zu seeds), %zu steps each\n", runs, variants.size(),
                 so.lrs.size(), ex.seeds, so.steps);
-    std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu\n", mo.layers,
-                mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq);
+    std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu%s\n", mo.layers,
+                mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm + " where a variant sets none").c_str());
     std::printf("  %s, cosine decay to 0.1 lr (+warmup: linear over %zu steps first), no clipping; +z: C = %g\n",
                 opt.text().c_str(), so.warmup, so.z_coef);
     std::printf("  Markov corpus: uniform log V = %.4f, entropy-rate floor %.4f; %u parallel jobs\n", corpus.uniform,

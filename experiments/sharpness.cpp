@@ -252,9 +252,9 @@ int main(int argc, char** argv) {
                 "%zu steps (%s)\n",
                 runs, ex.placements.size(), go.lrs.size(), go.warmups.size(), ex.seeds, go.steps, measured, at.c_str());
     std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu; Markov corpus "
-                "(vocab %zu, order %zu); Adam(%g, 0.98, eps 1e-8), linear warmup then constant lr; %u parallel jobs\n",
+                "(vocab %zu, order %zu); Adam(%g, 0.98, eps 1e-8), linear warmup then constant lr; %u parallel jobs%s\n",
                 mo.layers, mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.vocab,
-                go.markov_order, adam_beta1, ex.jobs);
+                go.markov_order, adam_beta1, ex.jobs, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
     std::printf("  curvature of the loss of one fixed held-out batch per seed, for the whole model and each of the %zu "
                 "blocks; Lanczos: at most %zu products (2 gradients each), tolerance %s\n",
                 scopes.size() - 1, go.lanczos.max_iterations, fmt(go.lanczos.tolerance).c_str());

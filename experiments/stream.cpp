@@ -362,8 +362,8 @@ int main(int argc, char** argv) {
     ex.check_memory(largest, steps ? 2 : 0, true, depths.size() * ex.placements.size() * ex.seeds,
                     8.0 * static_cast<double>(ex.seeds) * static_cast<double>(std::max(steps, std::size_t{4}) * B * (T + 1)));
     std::printf("stream: the residual stream of a TransformerLM, forward and backward\n");
-    std::printf("model: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch B=%zu, T=%zu\n", mo.vocab,
-                mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), B, T);
+    std::printf("model: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch B=%zu, T=%zu%s\n", mo.vocab,
+                mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), B, T, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
     std::printf("measured %s, on one batch of an order-2 Markov corpus per seed; %zu seeds (%u..%u), mean ± std\n",
                 steps ? ("after " + std::to_string(steps) + " Adam steps (lr " + fmt(lr) + ", warmup " +
                          std::to_string(warmup) + ")").c_str()
