@@ -164,34 +164,24 @@ Var Block::forward(const Var& x, Site site) {
     profile(t.mlp_skip, t.mlp_branch);
     t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch, interventions);
     t.out = normed("ln2", ln2, t.mlp_sum);
-  } else if (placement == Placement::out) {
-    // h = x + gate(N1(Attn(x)))   (gate only for rezero; N1 times 1/sqrt(l) for lns)
-    t.attn_in = x;
+  } else {  // pre, peri and out
+    // h = x + gate(No(Attn(Ni(x)))),  y = h + gate(No'(MLP(Ni'(h))))   (gate only for rezero), with
+    //   pre:  Ni = ln1, No = identity          peri: Ni = ln1, No = ln_attn_out (and ln2, ln_mlp_out)
+    //   out:  Ni = identity, No = ln1          (OLMo 2: the sublayer reads the stream unnormalized)
+    const bool out = placement == Placement::out;
+    const std::unique_ptr<NormLayer> identity;  // normed() passes its input through
+    t.attn_in = normed("ln1", out ? identity : ln1, x);
     t.attn_skip = x;
     const Var a_attn = gate(rezero_attn);
-    t.attn_branch = gated(normed("ln1", ln1, run("attn", attn, x)), a_attn);
+    const Var attn_f = run("attn", attn, t.attn_in);
+    t.attn_branch = gated(out ? normed("ln1", ln1, attn_f) : normed("ln_attn_out", ln_attn_out, attn_f), a_attn);
     t.attn_sum = residual_add(t.attn_skip, t.attn_branch, interventions);
     t.mid = t.attn_sum;
-    // y = h + gate(N2(MLP(h)))
-    t.mlp_in = t.mid;
+    t.mlp_in = normed("ln2", out ? identity : ln2, t.mid);
     t.mlp_skip = t.mid;
     const Var a_mlp = gate(rezero_mlp);
-    t.mlp_branch = gated(normed("ln2", ln2, run("mlp", mlp, t.mid)), a_mlp);
-    t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch, interventions);
-    t.out = t.mlp_sum;
-  } else {  // pre and peri
-    // h = x + gate(Na(Attn(N1(x))))   (Na only for peri, gate only for rezero)
-    t.attn_in = normed("ln1", ln1, x);
-    t.attn_skip = x;
-    const Var a_attn = gate(rezero_attn);
-    t.attn_branch = gated(normed("ln_attn_out", ln_attn_out, run("attn", attn, t.attn_in)), a_attn);
-    t.attn_sum = residual_add(t.attn_skip, t.attn_branch, interventions);
-    t.mid = t.attn_sum;
-    // y = h + gate(Nm(MLP(N2(h))))
-    t.mlp_in = normed("ln2", ln2, t.mid);
-    t.mlp_skip = t.mid;
-    const Var a_mlp = gate(rezero_mlp);
-    t.mlp_branch = gated(normed("ln_mlp_out", ln_mlp_out, run("mlp", mlp, t.mlp_in)), a_mlp);
+    const Var mlp_f = run("mlp", mlp, t.mlp_in);
+    t.mlp_branch = gated(out ? normed("ln2", ln2, mlp_f) : normed("ln_mlp_out", ln_mlp_out, mlp_f), a_mlp);
     t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch, interventions);
     t.out = t.mlp_sum;
   }
