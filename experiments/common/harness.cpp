@@ -123,15 +123,7 @@ void Experiment::add_model_flags() {
            "with --graph: draw the pass of training step N (after N updates) instead of initialization (train)");
 }
 
-int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
-  setup_process();
-  finish_cli(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);  // --help prints and gives 0; an error prints its one line
-    return code == 0 ? 0 : 2;
-  }
+std::string Experiment::flag_problem() {
   std::string problem = model.problem();
   if (problem.empty() && (!model.norm.empty() || !model.residual.empty())) {
     try {  // every placement by the name of what it now builds: "post" with --norm rms is "post/rms/none"
@@ -142,41 +134,74 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
       problem = e.what();
     }
   }
-  if (grid_ && problem.empty()) {
+  if (!problem.empty()) return problem;
+  if (grid_) {
     keep_first_of_each(placements);
     if (static_cast<double>(model.seed) + static_cast<double>(seeds) - 1 > std::numeric_limits<unsigned>::max())
-      problem = "--seed " + std::to_string(model.seed) + " + --seeds " + std::to_string(seeds) +
-                " - 1 is past the largest seed, " + std::to_string(std::numeric_limits<unsigned>::max());
-    else if (!shard.empty() && !merge.empty())
-      problem = "--shard measures cells and --merge reads them: give one of them";
-    else if (!dump.empty() && (!shard.empty() || !merge.empty()))
-      problem = "--dump is written by an unsharded run; leave it out of --shard and --merge runs";
-    else if (html.wanted() && (!shard.empty() || !merge.empty()))
-      problem = "--html records the runs this process trains; leave it out of --shard and --merge runs";
+      return "--seed " + std::to_string(model.seed) + " + --seeds " + std::to_string(seeds) +
+             " - 1 is past the largest seed, " + std::to_string(std::numeric_limits<unsigned>::max());
+    if (!shard.empty() && !merge.empty()) return "--shard measures cells and --merge reads them: give one of them";
+    if (!dump.empty() && (!shard.empty() || !merge.empty()))
+      return "--dump is written by an unsharded run; leave it out of --shard and --merge runs";
+    if (html.wanted() && (!shard.empty() || !merge.empty()))
+      return "--html records the runs this process trains; leave it out of --shard and --merge runs";
   }
-  if (problem.empty()) problem = inapplicable_flag();
+  problem = inapplicable_flag();
+  if (!problem.empty()) return problem;
+  if (graph_step > 0 && graph.empty()) return "--graph-step draws the --graph picture: give --graph FILE too";
+  if (graph_step > 0 && html.wanted()) return "--graph-step draws one pass and trains no run: leave out --html";
+  if (graph_step > 0 && !draws_graph_at_step)
+    return "--graph-step " + std::to_string(graph_step) + ": " + program +
+           " draws --graph at initialization only; train draws it at a training step";
+  return "";
+}
+
+void Experiment::draw_graph_at_init() {
+  check_graph_file(graph);
+  // One pass with every contribution kept, and its DOT text: about 1 KiB per tape entry, twice (the
+  // text, and the copy written)
+  const Footprint pass = footprint(model.config(), model.batch, 0, true);
+  check_fits(pass, 1, 2048.0 * pass.entries,
+             "--graph with --layers " + std::to_string(model.layers) + " --d-model " + std::to_string(model.d_model) +
+                 " --batch " + std::to_string(model.batch) + " --seq " + std::to_string(model.seq));
+  write_model_graph(graph, model);
+}
+
+void Experiment::write_page_and_dump() {
+  if (html.wanted()) {
+    std::stable_sort(runs_.begin(), runs_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    explorer::Page page;
+    page.title = "gradscope " + program;
+    for (auto& [order, run] : runs_) page.runs.push_back(std::move(run));
+    runs_.clear();
+    explorer::write_html(html, std::move(page), program);
+  }
+  if (!dump.empty() && dump_at_init) {
+    nn::TransformerLM m(model.config());
+    dump_model(dump, m, dump_batch(dump_corpus(model.vocab, model.batch, model.seq, model.seed), model.batch,
+                                   model.seq, model.seed));
+  }
+}
+
+int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
+  setup_process();
+  finish_cli(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // --help prints and gives 0; an error prints its one line
+    return code == 0 ? 0 : 2;
+  }
   auto flag_error = [&](const std::string& what) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s: error: %s (%s --help lists the flags)\n", program.c_str(), what.c_str(), program.c_str());
     return 2;
   };
-  if (!problem.empty()) return flag_error(problem);
+  if (const std::string problem = flag_problem(); !problem.empty()) return flag_error(problem);
   install_interrupt_handlers();  // from here on SIGINT and SIGTERM stop the run at a step boundary
   try {
-    if (graph_step > 0 && graph.empty()) return flag_error("--graph-step draws the --graph picture: give --graph FILE too");
-    if (graph_step > 0 && html.wanted()) return flag_error("--graph-step draws one pass and trains no run: leave out --html");
-    if (graph_step > 0 && !draws_graph_at_step)
-      return flag_error("--graph-step " + std::to_string(graph_step) + ": " + program +
-                        " draws --graph at initialization only; train draws it at a training step");
-    if (!graph.empty() && graph_step == 0) {  // --graph: one forward and backward pass drawn, instead of the run
-      check_graph_file(graph);
-      // One pass with every contribution kept, and its DOT text: about 1 KiB per tape entry, twice
-      // (the text, and the copy written)
-      const Footprint pass = footprint(model.config(), model.batch, 0, true);
-      check_fits(pass, 1, 2048.0 * pass.entries, "--graph with --layers " + std::to_string(model.layers) +
-                                                     " --d-model " + std::to_string(model.d_model) + " --batch " +
-                                                     std::to_string(model.batch) + " --seq " + std::to_string(model.seq));
-      write_model_graph(graph, model);
+    if (!graph.empty() && graph_step == 0) {  // --graph: one pass drawn, instead of the run
+      draw_graph_at_init();
       return 0;
     }
     if (!graph.empty()) check_graph_file(graph);  // --graph-step N: the body trains to step N and draws it
@@ -188,19 +213,7 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
     }
     body();
     if (grid_) output_complete();
-    if (html.wanted()) {
-      std::stable_sort(runs_.begin(), runs_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      explorer::Page page;
-      page.title = "gradscope " + program;
-      for (auto& [order, run] : runs_) page.runs.push_back(std::move(run));
-      runs_.clear();
-      explorer::write_html(html, std::move(page), program);
-    }
-    if (!dump.empty() && dump_at_init) {
-      nn::TransformerLM m(model.config());
-      dump_model(dump, m, dump_batch(dump_corpus(model.vocab, model.batch, model.seq, model.seed), model.batch,
-                                     model.seq, model.seed));
-    }
+    write_page_and_dump();
   } catch (const Interrupted& e) {
     std::fflush(stdout);
     const std::string marked = grid_ && output_marked_incomplete()

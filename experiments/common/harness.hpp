@@ -142,6 +142,13 @@ class Experiment {
   // "" or why a flag given does not apply to this run: --mixln-post without a mixln placement, --dyt-alpha
   // without a DyT norm, an Adam hyperparameter with --optimizer sgd, --hold not less than --steps.
   std::string inapplicable_flag() const;
+  // "" or why the flags given, together, make no run (every check before any work); may rename the
+  // placements by the axes flags ("post" with --norm rms is "post/rms/none").
+  std::string flag_problem();
+  // --graph at initialization: one forward and backward pass drawn into the file, instead of the run.
+  void draw_graph_at_init();
+  // After the body: the --html page of the runs it recorded, and the --dump of the initial model.
+  void write_page_and_dump();
   bool grid_ = false;
   std::mutex runs_mutex_;
   std::vector<std::pair<std::size_t, explorer::Run>> runs_;  // (order, run) for the --html page
