@@ -12,14 +12,7 @@ namespace {
 
 // A 3-block model of `placement`, one backward with contributions kept; then every stream fork.
 void require_same_split(const std::string& placement) {
-  nn::ModelConfig c;
-  c.vocab = 7;
-  c.context = 4;
-  c.d_model = 8;
-  c.heads = 2;
-  c.layers = 3;
-  nn::apply_placement(c, placement);
-  nn::TransformerLM model(c);
+  nn::TransformerLM model(coursework::small_config(placement, 3));
   Tape tape;
   TapeScope scope(tape);
   tape.keep_contributions = true;

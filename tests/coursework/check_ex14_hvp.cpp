@@ -22,17 +22,6 @@ double dot(const std::vector<Array>& a, const std::vector<Array>& b) {
   return s;
 }
 
-nn::ModelConfig small(const char* placement) {
-  nn::ModelConfig c;
-  c.vocab = 7;
-  c.context = 4;
-  c.d_model = 8;
-  c.heads = 2;
-  c.layers = 2;
-  nn::apply_placement(c, placement);
-  return c;
-}
-
 }  // namespace
 
 EXERCISE_CASE("ex14", "hvp: exact on a quadratic, whose Hessian is known") {
@@ -60,7 +49,7 @@ EXERCISE_CASE("ex14", "hvp: exact on a quadratic, whose Hessian is known") {
 EXERCISE_CASE("ex14", "hvp: equals the engine's on a Post-LN and a Pre-LN model, and leaves the parameters as they were") {
   for (const char* placement : {"post", "pre"}) {
     INFO(placement);
-    nn::TransformerLM model(small(placement));
+    nn::TransformerLM model(coursework::small_config(placement, 2));
     std::vector<Parameter> params;
     for (const nn::NamedParameter& p : model.named_parameters()) params.push_back(p.parameter);
     std::vector<Array> before;
@@ -85,7 +74,7 @@ EXERCISE_CASE("ex14", "hvp: equals the engine's on a Post-LN and a Pre-LN model,
 }
 
 EXERCISE_CASE("ex14", "hvp: symmetric, u^T H v = v^T H u, as a Hessian is") {
-  nn::TransformerLM model(small("post"));
+  nn::TransformerLM model(coursework::small_config("post", 2));
   std::vector<Parameter> params;
   for (const nn::NamedParameter& p : model.named_parameters()) params.push_back(p.parameter);
   const IndexArray ids{{1, 2, 3, 4}}, targets{{2, 3, 4, 5}};

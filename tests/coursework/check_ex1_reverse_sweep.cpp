@@ -65,14 +65,7 @@ EXERCISE_CASE("ex1", "reverse sweep: a non-scalar root with a seed of its shape"
 }
 
 EXERCISE_CASE("ex1", "reverse sweep: a whole language model's loss") {
-  nn::ModelConfig c;
-  c.vocab = 7;
-  c.context = 4;
-  c.d_model = 8;
-  c.heads = 2;
-  c.layers = 2;
-  c.placement = nn::Placement::post;
-  nn::TransformerLM model(c);
+  nn::TransformerLM model(coursework::small_config("post", 2));
   Tape tape;
   TapeScope scope(tape);
   Var L = model.loss(IndexArray{{1, 2, 3, 4}, {5, 6, 0, 1}}, IndexArray{{2, 3, 4, 5}, {6, 0, 1, 2}});

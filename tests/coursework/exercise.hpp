@@ -9,6 +9,7 @@
 #include <string>
 
 #include "../check.hpp"
+#include "nn/config.hpp"
 
 #ifdef GRADSCOPE_COURSEWORK_STUDENT
 #define GS_EXERCISE_NAME ""
@@ -25,5 +26,18 @@ namespace gs::coursework {
 // The folder whose answers the checks test: tests/coursework/student or tests/coursework/solutions.
 // An exercise whose answer is a file of numbers (ex12, ex13) reads it from here.
 inline std::string answers_dir() { return GRADSCOPE_COURSEWORK_ANSWERS; }
+
+// The small model the model-level checks use: V=7, T=4, d=8, 2 heads, `layers` blocks of `placement`
+// (a preset or a triple P/N/R, nn::apply_placement).
+inline nn::ModelConfig small_config(const std::string& placement, std::size_t layers) {
+  nn::ModelConfig c;
+  c.vocab = 7;
+  c.context = 4;
+  c.d_model = 8;
+  c.heads = 2;
+  c.layers = layers;
+  nn::apply_placement(c, placement);
+  return c;
+}
 
 }  // namespace gs::coursework
