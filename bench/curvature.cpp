@@ -24,10 +24,12 @@
 #include <vector>
 
 #include "engine/engine.hpp"
-#include "experiments/common/curvature.hpp"
-#include "experiments/common/flags.hpp"
-#include "experiments/common/harness.hpp"
-#include "experiments/common/training.hpp"
+#include "analysis/hvp.hpp"
+#include "analysis/eigen.hpp"
+#include "analysis/curvature.hpp"
+#include "experiments/lib/flags.hpp"
+#include "experiments/lib/harness.hpp"
+#include "experiments/lib/training.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "engine/engine.hpp"
-#include "experiments/common/harness.hpp"
-#include "experiments/common/memory.hpp"
+#include "experiments/lib/harness.hpp"
+#include "experiments/lib/memory.hpp"
 
 using namespace gs;
 

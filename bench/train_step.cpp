@@ -29,7 +29,7 @@
 #include <cblas.h>
 
 #include "engine/engine.hpp"
-#include "experiments/common/harness.hpp"
+#include "experiments/lib/harness.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
 

@@ -1,12 +1,9 @@
-// Everything a user of the engine needs: include this one header.
+// The engine's core in one header: arrays, errors, the tape, its handles and the ops. The tools that
+// read a tape (engine/tools/gradcheck.hpp, engine/tools/inspect.hpp) are included where they are used.
 #pragma once
 
 #include "engine/array.hpp"
 #include "engine/error.hpp"
-#include "engine/tools/gradcheck.hpp"
-#include "engine/tools/inspect.hpp"
-#include "engine/tools/hvp.hpp"
-#include "engine/tools/eigen.hpp"
 #include "engine/ops/elementwise.hpp"
 #include "engine/ops/linalg.hpp"
 #include "engine/ops/reduce.hpp"

@@ -40,11 +40,11 @@
 #include <cstdio>
 
 #include "engine/engine.hpp"
-#include "experiments/common/harness.hpp"
-#include "experiments/common/interrupt.hpp"
-#include "experiments/common/probe.hpp"
-#include "experiments/common/report.hpp"
-#include "experiments/common/stream_split.hpp"
+#include "experiments/lib/harness.hpp"
+#include "experiments/lib/interrupt.hpp"
+#include "analysis/probe.hpp"
+#include "experiments/lib/report.hpp"
+#include "analysis/stream_split.hpp"
 #include "nn/init.hpp"
 #include "nn/transformer_lm.hpp"
 

@@ -14,7 +14,7 @@
 //   warmup W          linear warmup over W steps (--warmups, default 5, 20, 100)
 // Every other row is the "none" run with that one change, so a row that trains where "none" is stuck is
 // an intervention's result, not a correlation. The columns: how many seeds trained / got stuck /
-// diverged (warmup's verdicts, experiments/common/training.hpp), the final held-out loss (mean ± sd over
+// diverged (warmup's verdicts, experiments/lib/training.hpp), the final held-out loss (mean ± sd over
 // the seeds), and what the change did to the gradients and updates:
 //   g0/gL      |dL/dW| of block 0 over that of the top block, mean over the last --window steps
 //   LN-in RMS  the RMS of each residual-stream LN's input (Post-LN: the sum x + f(x) entering it), mean
@@ -36,10 +36,10 @@
 #include <functional>
 
 #include "engine/engine.hpp"
-#include "experiments/common/harness.hpp"
-#include "experiments/common/report.hpp"
-#include "experiments/common/step_measures.hpp"
-#include "experiments/common/training.hpp"
+#include "experiments/lib/harness.hpp"
+#include "experiments/lib/report.hpp"
+#include "analysis/step_measures.hpp"
+#include "experiments/lib/training.hpp"
 #include "nn/transformer_lm.hpp"
 
 using namespace gs;

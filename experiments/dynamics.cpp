@@ -43,13 +43,13 @@
 #include <map>
 
 #include "engine/engine.hpp"
-#include "experiments/common/harness.hpp"
-#include "experiments/common/interrupt.hpp"
-#include "experiments/common/optimizer_flags.hpp"
-#include "experiments/common/report.hpp"
-#include "experiments/common/step_measures.hpp"
-#include "experiments/common/stream_split.hpp"
-#include "experiments/common/training.hpp"
+#include "experiments/lib/harness.hpp"
+#include "experiments/lib/interrupt.hpp"
+#include "experiments/lib/optimizer_flags.hpp"
+#include "experiments/lib/report.hpp"
+#include "analysis/step_measures.hpp"
+#include "analysis/stream_split.hpp"
+#include "experiments/lib/training.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
 
@@ -57,6 +57,49 @@ using namespace gs;
 using namespace gs::experiments;
 
 namespace {
+
+// A run's steps as a grid cell's record (one list per field: "loss", "grad.0", "ln_rms.1", ...) and back.
+Record to_record(const std::vector<StepRecord>& steps) {
+  Record r;
+  r.set("steps", static_cast<double>(steps.size()));
+  for (const StepRecord& s : steps) {
+    r.push("loss", s.loss);
+    r.push("lr", s.lr);
+    r.push("grad_norm", s.grad_norm);
+    r.push("output_move", s.output_move);
+    for (std::size_t j = 0; j < s.layer_grad.size(); ++j) r.push("grad." + std::to_string(j), s.layer_grad[j]);
+    for (std::size_t j = 0; j < s.ln_rms.size(); ++j) r.push("ln_rms." + std::to_string(j), s.ln_rms[j]);
+    for (std::size_t j = 0; j < s.ln_gain.size(); ++j) r.push("ln_gain." + std::to_string(j), s.ln_gain[j]);
+    for (std::size_t j = 0; j < s.update_ratio.size(); ++j) r.push("update." + std::to_string(j), s.update_ratio[j]);
+    for (std::size_t j = 0; j < s.att_entropy.size(); ++j) r.push("att_entropy." + std::to_string(j), s.att_entropy[j]);
+    for (std::size_t j = 0; j < s.att_logit_max.size(); ++j) r.push("att_logit_max." + std::to_string(j), s.att_logit_max[j]);
+    r.push("log_z_mean", s.log_z_mean);
+    r.push("log_z_max", s.log_z_max);
+    r.push("logit_rms", s.logit_rms);
+  }
+  return r;
+}
+
+std::vector<StepRecord> steps_of(const Record& r) {
+  std::vector<StepRecord> steps(static_cast<std::size_t>(r.get("steps")));
+  auto column = [&](const std::string& name, std::size_t i) { return r.list(name).at(i); };
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    StepRecord& s = steps[i];
+    s.loss = column("loss", i), s.lr = column("lr", i), s.grad_norm = column("grad_norm", i);
+    s.output_move = column("output_move", i);
+    for (std::size_t j = 0; r.has("grad." + std::to_string(j)); ++j) s.layer_grad.push_back(column("grad." + std::to_string(j), i));
+    for (std::size_t j = 0; r.has("ln_rms." + std::to_string(j)); ++j) s.ln_rms.push_back(column("ln_rms." + std::to_string(j), i));
+    for (std::size_t j = 0; r.has("ln_gain." + std::to_string(j)); ++j) s.ln_gain.push_back(column("ln_gain." + std::to_string(j), i));
+    for (std::size_t j = 0; r.has("update." + std::to_string(j)); ++j) s.update_ratio.push_back(column("update." + std::to_string(j), i));
+    for (std::size_t j = 0; r.has("att_entropy." + std::to_string(j)); ++j)
+      s.att_entropy.push_back(column("att_entropy." + std::to_string(j), i));
+    for (std::size_t j = 0; r.has("att_logit_max." + std::to_string(j)); ++j)
+      s.att_logit_max.push_back(column("att_logit_max." + std::to_string(j), i));
+    if (r.has("log_z_mean")) s.log_z_mean = column("log_z_mean", i), s.log_z_max = column("log_z_max", i);
+    if (r.has("logit_rms")) s.logit_rms = column("logit_rms", i);
+  }
+  return steps;
+}
 
 struct DynamicsOptions {
   std::vector<std::size_t> warmups = {0, 100};

@@ -28,10 +28,10 @@
 #include <set>
 
 #include "engine/engine.hpp"
-#include "experiments/common/graph.hpp"
-#include "experiments/common/harness.hpp"
-#include "experiments/common/probe.hpp"
-#include "experiments/common/report.hpp"
+#include "experiments/lib/graph.hpp"
+#include "experiments/lib/harness.hpp"
+#include "analysis/probe.hpp"
+#include "experiments/lib/report.hpp"
 #include "nn/transformer_lm.hpp"
 
 using namespace gs;

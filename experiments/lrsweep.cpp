@@ -1,6 +1,6 @@
 // lrsweep: final loss against learning rate, per recipe, and each recipe's learning-rate sensitivity
 // (Wortsman et al. 2023): the mean over the sweep's lrs of min(final loss, loss at init) minus the best
-// final loss (experiments/common/lr_sensitivity.hpp). A stable recipe trains well over a wide range of
+// final loss (analysis/lr_sensitivity.hpp). A stable recipe trains well over a wide range of
 // lrs and has a small sensitivity.
 //
 // A grid: variants x learning rates x seeds. A variant is a placement (a preset or P/N/R) with options
@@ -26,12 +26,12 @@
 #include <cstdio>
 
 #include "engine/engine.hpp"
-#include "experiments/common/harness.hpp"
-#include "experiments/common/lr_sensitivity.hpp"
-#include "experiments/common/optimizer_flags.hpp"
-#include "experiments/common/report.hpp"
-#include "experiments/common/step_measures.hpp"
-#include "experiments/common/training.hpp"
+#include "experiments/lib/harness.hpp"
+#include "analysis/lr_sensitivity.hpp"
+#include "experiments/lib/optimizer_flags.hpp"
+#include "experiments/lib/report.hpp"
+#include "analysis/step_measures.hpp"
+#include "experiments/lib/training.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
 

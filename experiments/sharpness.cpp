@@ -1,5 +1,5 @@
 // sharpness: the curvature of the loss during training, against the edge of stability, per placement,
-// learning rate and warmup (the tools: experiments/common/curvature.hpp, docs/curvature.md).
+// learning rate and warmup (the tools: analysis/curvature.hpp, docs/curvature.md).
 //
 // A grid: placements x peak learning rates x warmup lengths x seeds, each run trained from scratch as
 // the warmup grid trains it (Adam(0.9, 0.98, eps 1e-8), a linear warmup from lr/W to lr over W steps,
@@ -30,13 +30,15 @@
 #include <map>
 #include <mutex>
 
+#include "nn/data/markov.hpp"
 #include "engine/engine.hpp"
-#include "experiments/common/curvature.hpp"
-#include "experiments/common/graph.hpp"
-#include "experiments/common/harness.hpp"
-#include "experiments/common/report.hpp"
-#include "experiments/common/sharpness_report.hpp"
-#include "experiments/common/training.hpp"
+#include "analysis/eigen.hpp"
+#include "analysis/curvature.hpp"
+#include "experiments/lib/graph.hpp"
+#include "experiments/lib/harness.hpp"
+#include "experiments/lib/report.hpp"
+#include "experiments/lib/sharpness_report.hpp"
+#include "experiments/lib/training.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
 
@@ -196,7 +198,7 @@ Record run_one(const ModelOptions& m, const Corpus& corpus, double lr, std::size
 void dump_with_lambda(const Experiment& ex, const LanczosOptions& lanczos) {
   const ModelOptions& m = ex.model;
   nn::TransformerLM model(m.config());
-  const nn::Batch batch = dump_batch(dump_corpus(m.vocab, m.batch, m.seq, m.seed), m.batch, m.seq, m.seed);
+  const nn::Batch batch = nn::dump_batch(nn::dump_corpus(m.vocab, m.batch, m.seq, m.seed), m.batch, m.seq, m.seed);
   const CurvatureResult c = hessian_lambda_max(batch_loss(model, batch), parameter_handles(model), lanczos);
   std::printf("dump: lambda_max(H) = %.10g (%zu products, residual / lambda %.1e, %s)\n", c.lambda_max, c.iterations,
               c.residual / std::abs(c.lambda_max), c.converged ? "converged" : "NOT converged");

@@ -12,7 +12,7 @@
 // adds it to (Sun et al. 2025 measure Pre-LN's deep layers becoming the identity this way).
 //
 // Backward: d(mean loss)/d(stream) at every position that a sublayer reads, split by the path it came
-// back through (experiments/common/stream_split.hpp): the skip (identity) part is what the sublayer's
+// back through (analysis/stream_split.hpp): the skip (identity) part is what the sublayer's
 // skip op sent (the residual add, or deepnorm's alpha * x), the branch part what every other reader sent
 // (the sublayer itself, or the LayerNorm in front of it). Both are read from the tape's recorded
 // contributions (Tape::keep_contributions), so skip + branch is the gradient; the program checks
@@ -32,11 +32,11 @@
 #include <vector>
 
 #include "engine/engine.hpp"
-#include "experiments/common/graph.hpp"
-#include "experiments/common/harness.hpp"
-#include "experiments/common/report.hpp"
-#include "experiments/common/stream_split.hpp"
-#include "experiments/common/training.hpp"
+#include "experiments/lib/graph.hpp"
+#include "experiments/lib/harness.hpp"
+#include "experiments/lib/report.hpp"
+#include "analysis/stream_split.hpp"
+#include "experiments/lib/training.hpp"
 #include "nn/data/markov.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
@@ -401,7 +401,7 @@ int main(int argc, char** argv) {
           Record r = measure(model, batches[c["seed"]]);
           if (!ex.dump.empty() && c["seed"] == 0)
             dump_model((std::filesystem::path(ex.dump) / (file_part(o.placement) + "-L" + std::to_string(o.layers))).string(), model,
-                       dump_batch(dump_corpus(o.vocab, B, T, o.seed), B, T, o.seed));
+                       nn::dump_batch(nn::dump_corpus(o.vocab, B, T, o.seed), B, T, o.seed));
           if (rec) ex.add_run(c.index, record_measured_pass(*rec, model, batches[c["seed"]], steps, grid.describe(c.index)));
           return r;
         });

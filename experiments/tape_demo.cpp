@@ -4,14 +4,16 @@
 //
 //   build/bin/tape_demo            (scripts/demo builds and runs it)
 //
-// The listing names every entry's call site, tape_demo.cpp:42 to :46. docs/engine.md quotes the
+// The listing names every entry's call site, tape_demo.cpp:44 to :48. docs/engine.md quotes the
 // listing and a test (docs.engine_md_quotes_tape_demo) checks the quote, so the forward pass below
 // stays on those lines.
 #include <cstdio>
 
 #include "engine/engine.hpp"
-#include "experiments/common/graph.hpp"
-#include "experiments/common/harness.hpp"
+#include "engine/tools/gradcheck.hpp"
+#include "explorer/dot.hpp"
+#include "experiments/lib/graph.hpp"
+#include "experiments/lib/harness.hpp"
 
 using namespace gs;
 
@@ -53,9 +55,9 @@ int main(int argc, char** argv) {
       std::printf("d loss / d %s =\n%s\n\n", p->name().c_str(), to_string(p->grad()).c_str());
 
     if (!graph.empty()) {
-      DotOptions picture;
+      explorer::DotOptions picture;
       picture.title = "tape_demo: y = tanh(x W1 + b1) W2 + b2, loss = mean((y - t)^2)";
-      experiments::write_graph_file(graph, to_dot(tape, picture));
+      experiments::write_graph_file(graph, explorer::to_dot(tape, picture));
       std::printf("graph: %s\n\n", graph.c_str());
     }
 

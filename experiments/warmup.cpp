@@ -5,7 +5,7 @@
 // from scratch with Adam(beta1 0.9, beta2 0.98, eps 1e-8), no weight decay, a linear warmup from
 // lr/W to lr over W steps and then a constant rate (W = 0: constant from the first step), and no
 // gradient clipping unless --clip is given. Each run ends with a held-out loss (the mean over
-// --eval-batches validation batches) and a verdict (experiments/common/training.hpp):
+// --eval-batches validation batches) and a verdict (experiments/lib/training.hpp):
 //   diverged   the loss became NaN/Inf, or the final loss is above log V + margin (worse than
 //              predicting the uniform distribution)
 //   stuck      the final loss is above H1 - margin, H1 the entropy of the corpus's token frequencies:
@@ -24,10 +24,10 @@
 #include <map>
 
 #include "engine/engine.hpp"
-#include "experiments/common/harness.hpp"
-#include "experiments/common/optimizer_flags.hpp"
-#include "experiments/common/report.hpp"
-#include "experiments/common/training.hpp"
+#include "experiments/lib/harness.hpp"
+#include "experiments/lib/optimizer_flags.hpp"
+#include "experiments/lib/report.hpp"
+#include "experiments/lib/training.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "engine/engine.hpp"
+#include "engine/tools/inspect.hpp"
 
 namespace gs::nn {
 namespace {

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "engine/engine.hpp"
+#include "engine/tools/gradcheck.hpp"
 
 // Runs the gradient checker and fails with its report (worst error and where) if it does not pass.
 #define REQUIRE_GRADCHECK(f, inputs)                     \

@@ -1,6 +1,6 @@
 // The explorer page in a real browser: trains two tiny runs (post and pre, a few steps), writes their
 // page, opens it in headless Chromium at page.html#selfcheck and reads the DOM Chromium dumps. The
-// page's self-check (experiments/common/explorer/assets/selfcheck.js) selects a node, scrubs to
+// page's self-check (explorer/assets/selfcheck.js) selects a node, scrubs to
 // another step, folds a block and switches runs, comparing what the page shows with its data.
 // Fails on any FAIL line, on any JavaScript error the page caught, or when the check did not finish.
 // Exit 77 (ctest: skipped) only where Chromium is missing or cannot start.
@@ -16,8 +16,8 @@
 #include <regex>
 #include <string>
 
-#include "experiments/common/explorer/demo_run.hpp"
-#include "experiments/common/explorer/page.hpp"
+#include "experiments/lib/demo_run.hpp"
+#include "explorer/page.hpp"
 #include "nn/io/atomic_file.hpp"
 
 namespace fs = std::filesystem;

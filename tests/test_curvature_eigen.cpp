@@ -1,4 +1,4 @@
-// Top eigenvalues (engine/tools/eigen.hpp): Lanczos against matrices whose spectrum is known, and
+// Top eigenvalues (analysis/eigen.hpp): Lanczos against matrices whose spectrum is known, and
 // lambda_max of a Hessian, of a preconditioned Hessian and of a principal block against LAPACK's
 // eigenvalues of the same matrices written out (xt::linalg::eigh), which share no code with Lanczos.
 #include <cmath>
@@ -10,6 +10,8 @@
 #include "check.hpp"
 #include "nn/module.hpp"
 #include "nn/optim.hpp"
+#include "analysis/hvp.hpp"
+#include "analysis/eigen.hpp"
 
 using namespace gs;
 

@@ -1,4 +1,4 @@
-// Hessian-vector products (engine/tools/hvp.hpp) against Hessians known in closed form, their
+// Hessian-vector products (analysis/hvp.hpp) against Hessians known in closed form, their
 // symmetry, the h^2 fall of their error, and the parameters left as they were, bit for bit.
 #include <bit>
 #include <cmath>
@@ -9,6 +9,7 @@
 #include <xtensor-blas/xlinalg.hpp>
 
 #include "check.hpp"
+#include "analysis/hvp.hpp"
 
 using namespace gs;
 

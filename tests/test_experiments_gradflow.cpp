@@ -1,13 +1,14 @@
-// The exact parts of gradflow and amplification (experiments/common/probe.hpp): the log-log slope fit,
+// The exact parts of gradflow and amplification (analysis/probe.hpp): the log-log slope fit,
 // the grouping of parameter names, group gradient norms against the parameters' own gradients, and the
 // batch that --dump writes being the batch that was measured. No statistical trends here.
 #include <cmath>
 #include <filesystem>
 #include <map>
 
+#include "nn/data/markov.hpp"
 #include "check.hpp"
-#include "experiments/common/probe.hpp"
-#include "experiments/common/graph.hpp"
+#include "analysis/probe.hpp"
+#include "experiments/lib/graph.hpp"
 #include "nn/io/npy.hpp"
 #include "nn/transformer_lm.hpp"
 
@@ -117,7 +118,7 @@ TEST_CASE("batch 0 of MarkovBatches is the batch that --dump writes", "[experime
   nn::TransformerLM model(tiny("pre"));
   const auto dir = std::filesystem::temp_directory_path() / "gradscope_test_gradflow_dump";
   std::filesystem::remove_all(dir);
-  dump_model(dir.string(), model, dump_batch(dump_corpus(8, 2, 4, 5), 2, 4, 5));
+  dump_model(dir.string(), model, nn::dump_batch(nn::dump_corpus(8, 2, 4, 5), 2, 4, 5));
   const MarkovBatches batches(8, 2, 4, 5);
   const nn::Batch b = batches.batch(0);
   const bool same_inputs = nn::read_npy_i8(dir / "batch" / "inputs.npy") == b.inputs;

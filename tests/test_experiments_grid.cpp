@@ -1,4 +1,4 @@
-// The grid of the experiment harness (experiments/common/grid.hpp): cells in order, the last axis
+// The grid of the experiment harness (experiments/lib/grid.hpp): cells in order, the last axis
 // fastest; shards that partition the cells; records that a shard writes and a merge reads back bit for
 // bit, NaN and infinities included; and the merges it refuses.
 #include <bit>
@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "check.hpp"
-#include "experiments/common/grid.hpp"
+#include "experiments/lib/grid.hpp"
 
 using namespace gs::experiments;
 namespace fs = std::filesystem;

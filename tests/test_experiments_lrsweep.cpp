@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "check.hpp"
-#include "experiments/common/lr_sensitivity.hpp"
-#include "experiments/common/step_measures.hpp"
+#include "analysis/lr_sensitivity.hpp"
+#include "analysis/step_measures.hpp"
 #include "nn/transformer_lm.hpp"
 #include "io_helpers.hpp"
 #include "run_binary.hpp"

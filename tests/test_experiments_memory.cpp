@@ -1,8 +1,9 @@
-// The memory estimate that refuses runs which cannot fit (experiments/common/memory.hpp): counted from
+// The memory estimate that refuses runs which cannot fit (experiments/lib/memory.hpp): counted from
 // a proxy model's tape, it must equal what a real model's tape holds after one forward and backward pass.
 #include "check.hpp"
-#include "experiments/common/memory.hpp"
+#include "experiments/lib/memory.hpp"
 #include "nn/transformer_lm.hpp"
+#include "engine/tools/inspect.hpp"
 
 using namespace gs;
 using namespace gs::experiments;

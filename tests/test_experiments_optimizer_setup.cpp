@@ -1,11 +1,11 @@
-// OptimizerSetup (experiments/common/training.hpp): what --optimizer, --adam-beta1/2, --adam-eps, --hold
+// OptimizerSetup (experiments/lib/training.hpp): what --optimizer, --adam-beta1/2, --adam-eps, --hold
 // and --intervene set reaches the model, the optimizer and the schedule.
 #include <string>
 #include <vector>
 
 #include "check.hpp"
 #include "engine/engine.hpp"
-#include "experiments/common/training.hpp"
+#include "experiments/lib/training.hpp"
 
 using namespace gs;
 using namespace gs::experiments;

@@ -3,7 +3,7 @@
 #include <fstream>
 
 #include "check.hpp"
-#include "experiments/common/report.hpp"
+#include "experiments/lib/report.hpp"
 
 using namespace gs::experiments;
 

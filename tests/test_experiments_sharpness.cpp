@@ -1,4 +1,4 @@
-// sharpness: the curvature scopes (experiments/common/curvature.hpp), and `sharpness --dump DIR`, whose
+// sharpness: the curvature scopes (analysis/curvature.hpp), and `sharpness --dump DIR`, whose
 // lambda_max.npy another tool can check: here the check reads the dump back (config, parameters, batch),
 // builds the model from it, recomputes lambda_max(H) through the engine from another start vector, and
 // compares.
@@ -15,8 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.hpp"
-#include "experiments/common/curvature.hpp"
-#include "experiments/common/graph.hpp"
+#include "analysis/eigen.hpp"
+#include "analysis/curvature.hpp"
+#include "experiments/lib/graph.hpp"
 #include "nn/io/atomic_file.hpp"
 #include "nn/io/config_json.hpp"
 #include "nn/io/directory_write.hpp"

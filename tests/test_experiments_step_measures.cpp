@@ -1,4 +1,4 @@
-// The per-step measures of dynamics (experiments/common/step_measures.hpp): the update ratio of each
+// The per-step measures of dynamics (analysis/step_measures.hpp): the update ratio of each
 // parameter group and the entropy of each attention head, against values computed here by hand.
 #include <cmath>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include "check.hpp"
 #include "engine/engine.hpp"
-#include "experiments/common/step_measures.hpp"
+#include "analysis/step_measures.hpp"
 
 using namespace gs;
 using namespace gs::experiments;

@@ -1,13 +1,14 @@
-// The residual-stream split of experiments/common/stream_split.hpp (what build/bin/stream reports):
+// The residual-stream split of analysis/stream_split.hpp (what build/bin/stream reports):
 // only the facts the algebra fixes exactly, on tiny models. Trends along depth belong to the binary.
 #include <cmath>
 
 #include <xtensor/xview.hpp>
 
 #include "check.hpp"
-#include "experiments/common/stream_split.hpp"
+#include "analysis/stream_split.hpp"
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"
+#include "engine/tools/inspect.hpp"
 
 using namespace gs;
 using namespace gs::nn;

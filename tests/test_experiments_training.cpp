@@ -1,4 +1,4 @@
-// The training pieces that train, warmup and dynamics share (experiments/common/training.hpp): exact,
+// The training pieces that train, warmup and dynamics share (experiments/lib/training.hpp): exact,
 // deterministic facts only -- verdict thresholds, entropies, and that a run is a function of its seed.
 #include <cmath>
 #include <filesystem>
@@ -6,8 +6,8 @@
 
 #include "check.hpp"
 #include "engine/engine.hpp"
-#include "experiments/common/grid.hpp"
-#include "experiments/common/training.hpp"
+#include "experiments/lib/grid.hpp"
+#include "experiments/lib/training.hpp"
 #include "nn/io/checkpoint.hpp"
 
 using namespace gs;

@@ -1,4 +1,4 @@
-// The explorer page's data (experiments/common/explorer): what it reads off a tape, what a recorded run
+// The explorer page's data (explorer/): what it reads off a tape, what a recorded run
 // holds, and the page file it writes and reads back. The page's behaviour in a browser is checked by
 // tests/explorer_browser_check.cpp (headless Chromium).
 #include <sys/wait.h>
@@ -11,9 +11,11 @@
 
 #include "check.hpp"
 #include "engine/engine.hpp"
-#include "experiments/common/explorer/page.hpp"
-#include "experiments/common/explorer/recorder.hpp"
-#include "experiments/common/explorer/tape_view.hpp"
+#include "engine/tools/inspect.hpp"
+#include "explorer/dot.hpp"
+#include "explorer/page.hpp"
+#include "explorer/recorder.hpp"
+#include "explorer/tape_view.hpp"
 #include "nn/io/atomic_file.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"

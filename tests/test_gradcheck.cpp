@@ -6,6 +6,7 @@
 #include <string>
 
 #include "check.hpp"
+#include "engine/tools/gradcheck.hpp"
 
 using namespace gs;
 using test::Vars;

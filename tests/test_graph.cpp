@@ -9,11 +9,13 @@
 #include <regex>
 
 #include "check.hpp"
-#include "experiments/common/graph.hpp"
-#include "experiments/common/stream_split.hpp"
+#include "explorer/dot.hpp"
+#include "experiments/lib/graph.hpp"
+#include "analysis/stream_split.hpp"
 #include "nn/io/atomic_file.hpp"
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"
+#include "engine/tools/inspect.hpp"
 
 using namespace gs;
 using namespace gs::nn;
@@ -200,7 +202,7 @@ TEST_CASE("to_dot: one cluster per block with nested sublayers, edges labelled w
     TapeScope use(tape);
     tape.keep_contributions = true;
     model.loss(ids, targets).backward();
-    const std::string dot = to_dot(tape);
+    const std::string dot = explorer::to_dot(tape);
 
     REQUIRE(dot.rfind("digraph tape {", 0) == 0);
     for (const char* cluster : {"label=\"blocks.0\"", "label=\"blocks.1\"", "label=\"attn\"", "label=\"mlp\""})
@@ -243,12 +245,12 @@ TEST_CASE("to_dot without contributions draws grey unlabelled edges; the DOT ren
   Tape tape;
   TapeScope use(tape);
   model.loss(ids, targets).backward();  // keep_contributions off
-  const std::string dot = to_dot(tape);
+  const std::string dot = explorer::to_dot(tape);
   for (const auto& [key, label] : edges(dot)) REQUIRE(label.empty());
   REQUIRE(dot.find("color=\"#bbbbbb\"") != std::string::npos);
-  DotOptions few;
+  explorer::DotOptions few;
   few.max_entries = 10;
-  REQUIRE_THROWS_WITH(to_dot(tape, few), Catch::Contains("max_entries"));
+  REQUIRE_THROWS_WITH(explorer::to_dot(tape, few), Catch::Contains("max_entries"));
 
   if (!have_dot()) {
     WARN("Graphviz's dot is not installed: skipping the rendering check (apt-get install graphviz)");
@@ -258,9 +260,9 @@ TEST_CASE("to_dot without contributions draws grey unlabelled edges; the DOT ren
   model.loss(ids, targets).backward();
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gradscope_test_graph";
   std::filesystem::create_directories(dir);
-  DotOptions titled;
+  explorer::DotOptions titled;
   titled.title = "a \"quoted\" title";
-  nn::write_file_atomically(dir / "tiny.dot", to_dot(tape, titled));
+  nn::write_file_atomically(dir / "tiny.dot", explorer::to_dot(tape, titled));
   const std::string render = "dot -Tsvg -o " + (dir / "tiny.svg").string() + " " + (dir / "tiny.dot").string();
   REQUIRE(std::system(render.c_str()) == 0);
   REQUIRE(nn::read_file(dir / "tiny.svg").find("<svg") != std::string::npos);

@@ -1,5 +1,5 @@
 // --html FILE on every binary that trains or measures a model (the harness gives it to each,
-// experiments/common/harness.hpp): a tiny run writes a page that read_explorer_page reads back with the
+// experiments/lib/harness.hpp): a tiny run writes a page that read_explorer_page reads back with the
 // runs the binary recorded, a file gradscope did not write is refused and left as it was, the binary's
 // own earlier page is replaced, and --html is refused in --shard runs. The binaries' paths come from
 // CMake (GRADSCOPE_BINARIES, as in test_binaries.cpp).
@@ -14,7 +14,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "experiments/common/explorer/page.hpp"
+#include "explorer/page.hpp"
 #include "io_helpers.hpp"
 #include "nn/io/atomic_file.hpp"
 

@@ -8,6 +8,7 @@
 #include "nn/rmsnorm.hpp"
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"
+#include "engine/tools/inspect.hpp"
 
 using namespace gs;
 using namespace gs::nn;

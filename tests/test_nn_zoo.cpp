@@ -11,6 +11,7 @@
 #include "nn/io/json.hpp"
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"
+#include "engine/tools/inspect.hpp"
 
 using namespace gs;
 using namespace gs::nn;

@@ -27,6 +27,7 @@
 
 #include "check.hpp"
 #include "engine/broadcast.hpp"
+#include "engine/tools/gradcheck.hpp"
 
 using namespace gs;
 using test::Vars;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/common/grid.hpp"
+#include "experiments/lib/grid.hpp"
 #include "io_helpers.hpp"
 #include "nn/io/checkpoint.hpp"
 #include "nn/io/npy.hpp"

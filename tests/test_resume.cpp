@@ -1,5 +1,5 @@
 // train --resume continues a run bit for bit: the checkpoint records every flag that decides the run
-// (experiments/common/resume.hpp), a resumed run takes them from it, and a flag that contradicts the
+// (experiments/lib/resume.hpp), a resumed run takes them from it, and a flag that contradicts the
 // checkpoint is refused naming the flag and both values.
 #include <algorithm>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-// SIGINT and SIGTERM stop a training binary at the next step boundary (experiments/common/interrupt.hpp):
+// SIGINT and SIGTERM stop a training binary at the next step boundary (experiments/lib/interrupt.hpp):
 // one line saying where, exit 130 / 143, no partial output and no temporary files; train saves the
 // checkpoint of the last finished step, from which --resume alone continues the run bit for bit.
 // Each binary stops itself at a step boundary (GRADSCOPE_TEST_PAUSE_AT=step.N), where the test sends it

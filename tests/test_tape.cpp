@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include "check.hpp"
+#include "engine/tools/inspect.hpp"
 
 using namespace gs;
 

@@ -1,9 +1,9 @@
-// Reading a tape after backward(): where each gradient came from, and the whole graph as a picture.
+// Reading a tape after backward(): where each gradient came from (explorer/dot.hpp draws it as a picture).
 //
 // With Tape::keep_contributions on, backward() keeps, for every entry, each gradient that an op sent
 // into it (Entry::contributions). The entry's gradient is their sum:
 //   dL/dx = sum over the ops c that read x of  (dL/dc) (dc/dx)
-// contributions() lists those terms with the op that sent each, and to_dot() draws every edge of the
+// contributions() lists those terms with the op that sent each, and explorer::to_dot() draws every edge of the
 // graph labelled with the norm of the term that flowed back along it.
 #pragma once
 
@@ -43,6 +43,9 @@ struct SkipBranch {
   std::size_t skip_parts = 0, branch_parts = 0;  // how many contributions each sum has
 };
 SkipBranch split_skip_branch(const Var& s, Site site = Site::current());
+// The same for tape entry s, which must be a stream fork (is_stream_fork, below), with no checks: for
+// a program that walks the whole tape (explorer/dot.hpp).
+SkipBranch split_skip_branch(const Tape& tape, int s);
 
 // Where an edge lies in the residual connections y = s + f(s) that the modules marked (Var::mark_input):
 //   skip      along the identity path into the add (EdgeRole::skip)
@@ -53,35 +56,7 @@ SkipBranch split_skip_branch(const Var& s, Site site = Site::current());
 // DeepNorm's skip path, is read by the add alone and is none): where split_skip_branch applies.
 enum class EdgePath { plain, skip, branch, into_add };
 bool is_stream_fork(const Tape& tape, int s);
-// paths[j][k]: the path of the edge from input k of entry j into j. What to_dot draws bold and dashed.
+// paths[j][k]: the path of the edge from input k of entry j into j. What explorer::to_dot draws bold and dashed.
 std::vector<std::vector<EdgePath>> edge_paths(const Tape& tape);
-
-// How to_dot() draws a tape.
-struct DotOptions {
-  std::string title;           // shown at the top ("" for none)
-  bool show_constants = true;  // draw "const" leaves (inputs, targets, masks)
-  bool legend = true;          // a box explaining colours and line styles
-  std::size_t max_entries = 5000;  // throws above this: dot would take minutes and the picture is unreadable
-  // Names every node, edge and cluster for a program that reads the SVG (the explorer page); off, the
-  // DOT text is unchanged. Graphviz copies id and class onto the SVG's <g> elements:
-  //   node  id="n<i>" (tape index i);  edge  id="e<j>_<k>" (input number k of entry j), class "skip",
-  //   "branch", "into-add" or "plain";  cluster  id="cluster:<scope>" (the full dotted scope).
-  bool svg_ids = false;
-};
-
-// The tape as a Graphviz DOT graph (render with `dot -Tsvg graph.dot -o graph.svg`):
-//  - node "n<i>" per entry i: tape index, op, label, shape and |grad|; parameters are boxes, leaves
-//    and constants ellipses, ops rounded boxes;
-//  - edge input -> op per input, labelled with the norm of the gradient that op sent back into that
-//    input and coloured by it on a log scale (blue small, violet, red large); grey and unlabelled where no
-//    gradient was kept (keep_contributions off, or the input needs none);
-//  - entries grouped by Entry::scope: one cluster per module ("blocks.3"), nested clusters for its
-//    children ("blocks.3.attn");
-//  - residual connections y = s + f(s), as marked with Var::mark_input: skip edges are bold and
-//    labelled "skip |g|"; at a stream position s (read through a skip edge and by other ops) the edges
-//    into the branch's first ops are dashed and labelled "branch |g|", the branch's edge into the add
-//    dashed, and s's node shows "skip a | branch b", the norms of the two parts of its gradient
-//    (split_skip_branch), so that they are compared at a glance.
-std::string to_dot(const Tape& tape, const DotOptions& options = {});
 
 }  // namespace gs

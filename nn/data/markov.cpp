@@ -148,4 +148,17 @@ Dataset markov_dataset(const MarkovChain& chain, std::size_t train_tokens, std::
   return Dataset(std::move(train), std::move(validation), std::move(symbols));
 }
 
+Dataset dump_corpus(std::size_t vocab, std::size_t batch, std::size_t seq, unsigned seed) {
+  MarkovOptions mo;
+  mo.vocab = vocab;
+  mo.seed = seed;
+  const MarkovChain chain(mo);
+  return markov_dataset(chain, 4 * batch * (seq + 1) + 1024, 2 * (seq + 1), seed);
+}
+
+Batch dump_batch(const Dataset& corpus, std::size_t batch, std::size_t seq, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  return corpus.batch(Split::train, batch, seq, rng);
+}
+
 }  // namespace gs::nn

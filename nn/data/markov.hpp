@@ -63,4 +63,11 @@ class MarkovChain {
 Dataset markov_dataset(const MarkovChain& chain, std::size_t train_tokens, std::size_t validation_tokens,
                        unsigned seed);
 
+// The Markov corpus the dump batch comes from: a chain with MarkovOptions{vocab, seed} (order 2,
+// concentration 0.1) and a stream just long enough for (batch, seq) windows.
+Dataset dump_corpus(std::size_t vocab, std::size_t batch, std::size_t seq, unsigned seed);
+// The batch --dump and --graph use for `seed`: one (batch, seq) draw from `corpus`'s training split by
+// an mt19937_64 seeded with `seed`. The measurements at init (gradflow, amplification) measure on it.
+Batch dump_batch(const Dataset& corpus, std::size_t batch, std::size_t seq, unsigned seed);
+
 }  // namespace gs::nn

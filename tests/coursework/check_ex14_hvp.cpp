@@ -1,7 +1,7 @@
 // The check of exercise 14, for the student: scripts/exercise 14 (docs/coursework.md#ex14)
 #include <vector>
 
-#include "engine/tools/hvp.hpp"
+#include "analysis/hvp.hpp"
 #include "ex14_hvp.hpp"
 #include "exercise.hpp"
 #include "nn/transformer_lm.hpp"

@@ -3,7 +3,7 @@
 // warmup (W = 0) and with a linear warmup over W = 50 steps, 12 runs of 150 steps each, seed 0, on the
 // Markov corpus (vocab 16): a 3-layer model with d = 16 and 2 heads, batches of 8 x 16, Adam(0.9, 0.98).
 //   lr(step) = lr * (step + 1) / W for step < W, then lr                      (W = 0: lr from the start)
-// A run's verdict from its final held-out loss L (experiments/common/training.hpp), with log V = 2.7726
+// A run's verdict from its final held-out loss L (experiments/lib/training.hpp), with log V = 2.7726
 // (every token equally likely) and H1 = 2.7434 (the token frequencies, the context ignored):
 //   diverged  L is NaN or L > log V + 0.05
 //   stuck     L > H1 - 0.05 = 2.6934: the model learned the token frequencies and nothing more

@@ -4,7 +4,7 @@
 //   H v = d/dh g(theta + h v) at h = 0  ~  (g(theta + h v) - g(theta - h v)) / (2h),    g = dL/dtheta
 // The error: truncation ~ h^2 |third derivatives| / 6, rounding ~ 1e-16 |g| / h. With the step
 //   h = cbrt(2^-52) * max(|theta|, 1) / |v|     (|.| the Euclidean norm over all the parameters)
-// both stay small (engine/tools/hvp.hpp explains it). docs/pre-vs-post-ln.md section 9 measures Post-LN's
+// both stay small (analysis/hvp.hpp explains it). docs/pre-vs-post-ln.md section 9 measures Post-LN's
 // and Pre-LN's sharpness, the largest eigenvalue of H, with products like this one.
 // Module 4, the question. Difficulty: 2/3. Time: about 40 min.
 #pragma once
@@ -13,7 +13,7 @@
 
 #include "engine/array.hpp"
 #include "engine/parameter.hpp"
-#include "engine/tools/hvp.hpp"
+#include "analysis/hvp.hpp"
 
 namespace gs::coursework {
 

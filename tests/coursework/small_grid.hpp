@@ -1,5 +1,5 @@
 // What the checks of module 4 (ex12, ex13) run: a small version of the warmup grid (docs/pre-vs-post-ln.md
-// section 4), trained with the library functions the experiments use (experiments/common/training.hpp),
+// section 4), trained with the library functions the experiments use (experiments/lib/training.hpp),
 // small enough that a run takes a fraction of a second. One run here is the run of
 //   build/bin/warmup --datasets markov --placements P --warmups W --lrs LR --seed S --layers 3 --d-model 16
 //                    --batch 8 --seq 16 --steps 150 --eval-batches 5
@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "engine/engine.hpp"
-#include "experiments/common/flags.hpp"
-#include "experiments/common/training.hpp"
+#include "experiments/lib/flags.hpp"
+#include "experiments/lib/training.hpp"
 #include "nn/transformer_lm.hpp"
 
 namespace gs::experiments {
-void setup_process();  // experiments/common/harness.hpp (which would bring CLI11 into every check)
+void setup_process();  // experiments/lib/harness.hpp (which would bring CLI11 into every check)
 }  // namespace gs::experiments
 
 namespace gs::coursework {

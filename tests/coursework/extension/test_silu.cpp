@@ -8,6 +8,7 @@
 #include <xtensor/xmath.hpp>
 
 #include "engine/engine.hpp"
+#include "engine/tools/gradcheck.hpp"
 #include "nn/linear.hpp"
 #include "silu.hpp"
 

@@ -1,5 +1,6 @@
 // Reference solution of exercise 11 (docs/coursework.md#ex11).
 #include "../ex11_skip_branch.hpp"
+#include "engine/tools/inspect.hpp"
 
 #include <algorithm>
 #include <string>

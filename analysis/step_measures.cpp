@@ -1,0 +1,197 @@
+#include "analysis/step_measures.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/tools/inspect.hpp"
+#include "analysis/stream_split.hpp"
+
+namespace gs::experiments {
+
+// The LNs whose input is the residual stream (see the header), after a forward pass.
+std::vector<LnSite> ln_sites(const nn::TransformerLM& model) {
+  std::vector<LnSite> sites;
+  for (const auto& block : model.blocks) {
+    if (!block->ln1) continue;  // norm none: no norm reads the stream (rezero)
+    if (block->placement == nn::Placement::out) continue;  // its norms read the sublayers' outputs
+    const nn::BlockTrace& t = block->last;
+    std::string b = "b";  // (s += ..., not "b" + ...: GCC 12 warns falsely, -Wrestrict)
+    b += std::to_string(block->index);
+    if (block->placement == nn::Placement::post || block->placement == nn::Placement::b2t) {  // LN after the add
+      sites.push_back({b + ".ln1", t.attn_sum, t.mid});
+      sites.push_back({b + ".ln2", t.mlp_sum, t.out});
+    } else {  // pre and peri (a mixln block is post or pre): the LN in front of the sublayer reads the stream
+      sites.push_back({b + ".ln1", t.input, t.attn_in});
+      sites.push_back({b + ".ln2", t.mid, t.mlp_in});
+    }
+  }
+  if (model.has_final_norm()) sites.push_back({"ln_f", model.blocks.back()->last.out, model.last.final_norm});
+  return sites;
+}
+
+// Parameter groups: 0 the input embedding, 1..L the blocks, L+1 the output (ln_f, head).
+std::size_t layer_group(const std::string& name, std::size_t layers) {
+  if (name.rfind("tok_emb.", 0) == 0 || name.rfind("pos_emb.", 0) == 0) return 0;
+  if (name.rfind("blocks.", 0) == 0) return 1 + std::stoul(name.substr(7));
+  return layers + 1;
+}
+
+std::vector<std::string> layer_names(std::size_t layers) {
+  std::vector<std::string> names = {"emb"};
+  for (std::size_t i = 0; i < layers; ++i) names.push_back(std::string("block") += std::to_string(i));
+  names.push_back("out");
+  return names;
+}
+
+// |dL/dW| of each group: sqrt of the sum of the squared gradients of its parameters.
+std::vector<double> layer_grad_norms(const nn::TransformerLM& model) {
+  const std::size_t L = model.config.layers;
+  std::vector<double> sq(L + 2, 0.0);
+  for (const nn::NamedParameter& p : model.named_parameters()) {
+    const double n = norm(p.parameter.grad());
+    sq[layer_group(p.name, L)] += n * n;
+  }
+  for (double& s : sq) s = std::sqrt(s);
+  return sq;
+}
+
+std::size_t update_group(const std::string& name, std::size_t layers) {
+  const std::size_t layer = layer_group(name, layers);
+  if (layer == 0) return 0;
+  if (layer == layers + 1) return 3 * layers + 1;
+  const std::size_t first = 1 + 3 * (layer - 1);
+  if (name.find(".attn.") != std::string::npos) return first;
+  if (name.find(".mlp.") != std::string::npos) return first + 1;
+  return first + 2;
+}
+
+std::vector<std::string> update_group_names(std::size_t layers) {
+  std::vector<std::string> names = {"emb"};
+  for (std::size_t i = 0; i < layers; ++i)
+    for (const char* part : {".attn", ".mlp", ".rest"}) {
+      std::string name = "b";  // appended piece by piece: g++ 12 warns falsely (-Wrestrict) on "b" + ...
+      name += std::to_string(i);
+      name += part;
+      names.push_back(name);
+    }
+  names.push_back("out");
+  return names;
+}
+
+std::vector<Array> parameter_values(const nn::TransformerLM& model) {
+  std::vector<Array> values;
+  for (const nn::NamedParameter& p : model.named_parameters()) values.push_back(p.parameter.value());
+  return values;
+}
+
+std::vector<double> update_ratios(const std::vector<Array>& before, const nn::TransformerLM& model) {
+  const std::size_t L = model.config.layers;
+  std::vector<double> moved(3 * L + 2, 0.0), size(3 * L + 2, 0.0);  // squared norms per group
+  const std::vector<nn::NamedParameter> params = model.named_parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const std::size_t g = update_group(params[i].name, L);
+    const Array delta = params[i].parameter.value() - before.at(i);
+    const double step = norm(delta), w = norm(before[i]);
+    moved[g] += step * step;
+    size[g] += w * w;
+  }
+  std::vector<double> ratios;
+  for (std::size_t g = 0; g < moved.size(); ++g) ratios.push_back(size[g] > 0 ? std::sqrt(moved[g] / size[g]) : NAN);
+  return ratios;
+}
+
+std::vector<double> attention_entropy(const nn::TransformerLM& model) {
+  std::vector<double> entropy;
+  for (const auto& block : model.blocks) {
+    const Array& att = block->attn.last_att.value();  // (B, H, T, T), row t is zero after column t
+    const std::size_t B = att.shape(0), H = att.shape(1), T = att.shape(2);
+    for (std::size_t h = 0; h < H; ++h) {
+      double sum = 0.0;
+      for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t)
+          for (std::size_t s = 0; s <= t; ++s) {
+            const double a = att(b, h, t, s);
+            if (a > 0) sum -= a * std::log(a);
+          }
+      entropy.push_back(sum / static_cast<double>(B * T));
+    }
+  }
+  return entropy;
+}
+
+std::vector<double> attention_logit_max(const nn::TransformerLM& model) {
+  std::vector<double> out;
+  for (const auto& block : model.blocks) {
+    const Array& q = block->attn.last_q.value();  // (B, T, C), heads side by side
+    const Array& k = block->attn.last_k.value();
+    const std::size_t B = q.shape(0), T = q.shape(1), H = block->attn.heads, dh = block->attn.head_dim;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+    for (std::size_t h = 0; h < H; ++h) {
+      double m = 0.0;
+      for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t)
+          for (std::size_t s = 0; s <= t; ++s) {  // the unmasked pairs
+            double dot = 0.0;
+            for (std::size_t f = h * dh; f < (h + 1) * dh; ++f) dot += q(b, t, f) * k(b, s, f);
+            m = std::max(m, std::abs(dot * scale));
+          }
+      out.push_back(m);
+    }
+  }
+  return out;
+}
+
+OutputLogits output_logits(const nn::TransformerLM& model) {
+  const Array& z = model.last.logits.value();  // (B, T, V)
+  const std::size_t V = z.shape(2), rows = z.size() / V;
+  OutputLogits o;
+  double sum = 0.0, sq = 0.0, mx = -INFINITY;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const double* row = z.data() + r * V;
+    const double m = *std::max_element(row, row + V);
+    double e = 0.0;
+    for (std::size_t v = 0; v < V; ++v) e += std::exp(row[v] - m), sq += row[v] * row[v];
+    const double log_z = m + std::log(e);  // logsumexp, stable
+    sum += log_z;
+    mx = std::max(mx, log_z);
+  }
+  o.log_z_mean = sum / static_cast<double>(rows);
+  o.log_z_max = mx;
+  o.rms = std::sqrt(sq / static_cast<double>(z.size()));
+  return o;
+}
+
+// The logits on the probe batch, with the model as it is now.
+Array probe_logits(nn::TransformerLM& model, const nn::Batch& probe) {
+  Tape& tape = Tape::current();
+  NoGradScope no_grad(tape);
+  tape.reset();
+  Array logits = model.logits(probe.inputs).value();
+  tape.reset();
+  return logits;
+}
+
+// |dL/dx| of the part of x's gradient that came back through the LN alone: in pre and peri the
+// stream x also gets gradient through the skip path, which is not the LN's doing. Needs the tape's
+// keep_contributions (the fused LN is one tape entry, so its output's index is the sender).
+double through_ln(const LnSite& s) {
+  double sq = 0.0;
+  for (const ContributionInfo& c : contributions(s.in))
+    if (c.from == s.out.index()) sq += c.norm * c.norm;
+  return std::sqrt(sq);
+}
+
+// What the forward and backward pass of this step left on the tape.
+void read_tape(const nn::TransformerLM& model, StepRecord& r) {
+  r.layer_grad = layer_grad_norms(model);
+  for (const LnSite& s : ln_sites(model)) {
+    r.ln_rms.push_back(rms(s.in.value()));
+    r.ln_gain.push_back(through_ln(s) / norm(s.out.grad()));
+  }
+  r.att_entropy = attention_entropy(model);
+  r.att_logit_max = attention_logit_max(model);
+  const OutputLogits o = output_logits(model);
+  r.log_z_mean = o.log_z_mean, r.log_z_max = o.log_z_max, r.logit_rms = o.rms;
+}
+
+}  // namespace gs::experiments

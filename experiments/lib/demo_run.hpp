@@ -1,0 +1,41 @@
+// A real page now: trains TransformerLMs on the Markov corpus (experiments/lib/training.hpp) and
+// records each run for the explorer. What `build/bin/explorer` runs; the experiment binaries record
+// their own runs with RunRecorder once they take --html.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "explorer/page.hpp"
+#include "explorer/recorder.hpp"
+#include "nn/config.hpp"
+
+namespace gs::explorer {
+
+struct DemoRun {
+  std::string placement = "post";
+  std::size_t warmup = 0;
+  // "" (Adam), "radam" (RAdam with the same betas), or a backward-pass intervention of
+  // nn/interventions.hpp ("ln-undo-gain", ...) in every block: the rows of `causes` (docs/pre-vs-post-ln.md, 8).
+  std::string change;
+  std::string name() const;  // "post, warmup 0" or "post, warmup 0, ln-undo-gain"
+};
+
+struct DemoOptions {
+  // The model: dynamics' (vocab 16, d 32, 2 heads, d_ff 128, batch 16 x seq 16) at 4 layers, the
+  // depth at which Post-LN without warmup gets stuck at lr 1e-2 while Pre-LN trains (docs/explorer.md).
+  std::size_t layers = 4, d_model = 32, heads = 2, d_ff = 128, vocab = 16, batch = 16, seq = 16;
+  unsigned seed = 0;
+  double lr = 1e-2;
+  std::size_t steps = 300;  // updates; the pass after the last one is recorded too (step == steps)
+  std::size_t eval_batches = 20;
+  std::vector<DemoRun> runs = {{"post", 0, ""}, {"post", 100, ""}, {"pre", 0, ""}, {"pre", 100, ""}};
+  RecorderOptions recorder;
+  unsigned jobs = 2;
+};
+
+// Trains every run (on `jobs` threads) and returns the page; prints one line per finished run.
+Page demo_page(const DemoOptions& options);
+
+}  // namespace gs::explorer

@@ -1,0 +1,157 @@
+// What every binary's main() builds on: the process set-up, the shared flags (flags.hpp), the one error
+// catch, and the loop over a grid's cells on --jobs threads with one progress line, sharded with
+// --shard K/N and merged with --merge DIR1,DIR2,... (docs/grids.md). A grid binary is then:
+//
+//   int main(int argc, char** argv) {
+//     Experiment ex("sharpness", "...", "out/sharpness");   // model and grid flags
+//     std::vector<double> lrs = {1e-3, 1e-2};
+//     add_flag(ex.app, "--lrs", lrs, "peak learning rates");  // its range: the row "--lrs" of the table
+//     return ex.main(argc, argv, [&] {
+//       Grid grid;
+//       grid.axis("placement", ex.placements).axis("lr", labels(lrs)).axis("seed", labels(ex.seed_list()));
+//       const auto results = ex.run_cells(grid, "cells", nullptr, [&](const Cell& c, Tick&) {
+//         Record r;
+//         r.set("loss", ...);  // train the model of cell c, measure it
+//         return r;
+//       });
+//       if (!results) return;  // a shard: its cells are in --out/cells.csv, the tables come from --merge
+//       ... print tables from results->where({{"placement", "pre"}, {"lr", "0.01"}}) ...
+//     });
+//   }
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/error.hpp"
+#include "explorer/html_flags.hpp"
+#include "experiments/lib/flags.hpp"
+#include "experiments/lib/grid.hpp"
+#include "experiments/lib/progress.hpp"
+#include "nn/data/dataset.hpp"
+
+namespace gs::experiments {
+
+// OpenBLAS on one thread (faster for these sizes on small machines), and the heap policy: malloc keeps
+// freed memory in the process (no mmap for blocks under 256 MiB, no trimming below 1 GiB free). Every
+// training step allocates and frees the same few megabytes of arrays; returning them to the kernel and
+// faulting them back in on the next step cost about a third of the run time (docs/performance.md).
+void setup_process();
+
+double seconds_since(std::chrono::steady_clock::time_point start);
+
+// Removes repeats from a list flag's values, keeping the first of each in its place.
+void keep_first_of_each(std::vector<std::string>& v);
+void keep_first_of_each(std::vector<std::size_t>& v);
+void keep_first_of_each(std::vector<double>& v);
+// Sorts a list of depths and removes repeats (the depth scans print depths in increasing order).
+void sort_unique(std::vector<std::size_t>& v);
+
+// What a cell's function may report while it runs: `units` more of its cost done, and what it is at.
+// Whatever of the cell's cost it did not report is counted when the cell returns.
+class Tick {
+ public:
+  Tick(Progress& progress, std::string cell) : progress_(progress), cell_(std::move(cell)) {}
+  void operator()(std::size_t units, const std::string& what);
+  std::size_t done = 0;
+  const std::string& cell() const { return cell_; }
+
+ private:
+  Progress& progress_;
+  std::string cell_;
+};
+
+// What a binary's body throws for flags that are each in range but do not go together: one line and
+// exit 2, like a bad flag.
+struct FlagError : Error {
+  using Error::Error;
+};
+
+using CellFn = std::function<Record(const Cell&, Tick&)>;
+using CostFn = std::function<std::size_t(const Cell&)>;  // a cell's progress units; null: 1 each
+
+class Experiment {
+ public:
+  // A binary without a grid: its app and the error catch (add flags with add_flag, or add_model_flags).
+  Experiment(std::string program, std::string description);
+  // A grid binary: also the model flags, --graph, and --placements --seeds --jobs --out --dump --shard --merge.
+  Experiment(std::string program, std::string description, std::string out);
+
+  void add_model_flags();  // the model flags (flags.hpp) and --graph
+
+  // Sets up the process, parses the flags (a bad one: one line, exit 2), draws --graph and exits, else
+  // runs body; whatever it throws is one line "PROGRAM: error: ..." and exit 1 (exit 2 for a FlagError). After the body, --dump
+  // writes the model of the model flags at init (unless dump_at_init is off: the binary dumps its own).
+  int main(int argc, char** argv, const std::function<void()>& body);
+
+  // --html FILE, --html-add FILE, --snapshot-steps LIST (docs/explorer.md): the grid constructor adds
+  // them; a binary without a grid that trains or measures a model calls add_html_flags. main() checks
+  // them before the body (the file is absent or this program's own page) and, after it, writes the page
+  // of the runs given to add_run.
+  void add_html_flags();
+  bool html_wanted() const { return html.wanted(); }
+  // A recorder for the run `name` of `model` when --html is given, else null. Pass it to train_step
+  // (StepSetup::recorder), or call its record_pass/record_update; then add_run(order, rec->take()).
+  std::unique_ptr<explorer::RunRecorder> recorder(const std::string& name, const nn::Module& model) const;
+  // Puts a recorded run into the page; the page lists runs by `order` (a cell's index). Any thread.
+  void add_run(std::size_t order, explorer::Run run);
+  // For a binary that measures a model at init: records one forward and backward pass of a fresh model
+  // of `config` on `batch` (its step 0) as the run `name`, on this thread's tape (reset before and after).
+  void record_init_pass(std::size_t order, const std::string& name, const nn::ModelConfig& config,
+                        const nn::Batch& batch);
+
+  std::vector<unsigned> seed_list() const;  // --seed, --seed + 1, ..., --seed + --seeds - 1
+  bool sharded() const { return !shard.empty(); }
+
+  // Every cell's record: measured here (on --jobs threads, each with its own tape), or read from the
+  // shards of --merge. In a --shard run only the shard's cells are measured and written to --out;
+  // then it returns nothing, and the binary prints no tables.
+  std::optional<Results> run_cells(const Grid& grid, const std::string& unit, const CostFn& cost,
+                                   const CellFn& measure);
+
+  // Refuses a run whose largest model (`largest`, stepping on --batch windows) cannot fit in memory, with
+  // up to --jobs of them at once among `cells` cells, plus `data` bytes (memory.hpp).
+  void check_memory(const nn::ModelConfig& largest, std::size_t optimizer_slots, bool keep_contributions,
+                    std::size_t cells, double data) const;
+
+  std::string program;
+  CLI::App app;
+  ModelOptions model;
+  std::vector<std::string> placements = default_placements();  // --placements
+  std::size_t seeds = 3;                                        // --seeds
+  unsigned jobs = 2;                                            // --jobs
+  std::string out, dump, graph, shard;                          // --out --dump --graph --shard
+  // --graph-step N: --graph draws the pass of training step N instead of initialization. Only a binary
+  // that sets draws_graph_at_step (train) takes N > 0: its body trains to step N and draws it.
+  std::size_t graph_step = 0;
+  bool draws_graph_at_step = false;
+  std::vector<std::string> merge;                               // --merge
+  bool dump_at_init = true;
+  explorer::HtmlOptions html;  // --html --html-add --snapshot-steps
+
+ private:
+  std::string grid_flags() const;  // the flags given that decide the numbers (not --out, --jobs, ...)
+  // "" or why a flag given does not apply to this run: --mixln-post without a mixln placement, --dyt-alpha
+  // without a DyT norm, an Adam hyperparameter with --optimizer sgd, --hold not less than --steps.
+  std::string inapplicable_flag() const;
+  // "" or why the flags given, together, make no run (every check before any work); may rename the
+  // placements by the axes flags ("post" with --norm rms is "post/rms/none").
+  std::string flag_problem();
+  // --graph at initialization: one forward and backward pass drawn into the file, instead of the run.
+  void draw_graph_at_init();
+  // After the body: the --html page of the runs it recorded, and the --dump of the initial model.
+  void write_page_and_dump();
+  bool grid_ = false;
+  std::mutex runs_mutex_;
+  std::vector<std::pair<std::size_t, explorer::Run>> runs_;  // (order, run) for the --html page
+};
+
+}  // namespace gs::experiments

@@ -1,0 +1,129 @@
+#include "experiments/lib/memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <map>
+
+#include "engine/engine.hpp"
+#include "engine/tools/inspect.hpp"
+#include "nn/transformer_lm.hpp"
+
+namespace gs::experiments {
+namespace {
+
+// What one proxy pass counted, in real elements (doubles).
+struct Counted {
+  double parameters = 0.0, tape = 0.0, entries = 0.0;
+  bool exact = true;
+};
+
+// One forward and backward pass of the proxy with `layers` blocks; every dimension of every array on its
+// tape is mapped to the real size it stands for.
+Counted count(const nn::ModelConfig& config, std::size_t batch, std::size_t layers, bool keep_contributions) {
+  nn::ModelConfig proxy = config;  // the same placement and init, every size small and distinct
+  proxy.vocab = 13;
+  proxy.context = 5;
+  proxy.d_model = 21;
+  proxy.heads = 3;
+  proxy.d_ff = 11;
+  proxy.layers = layers;
+  // mixln's K Post-LN blocks: at most the proxy's blocks (a Post-LN and a Pre-LN block hold the same arrays)
+  if (config.mixln_post) proxy.mixln_post = std::min(*config.mixln_post, layers);
+  const double C = static_cast<double>(config.d_model), H = static_cast<double>(config.heads);
+  const std::map<std::size_t, double> real = {{1, 1.0},
+                                              {2, static_cast<double>(batch)},
+                                              {5, static_cast<double>(config.context)},
+                                              {3, H},
+                                              {7, C / H},
+                                              {21, C},
+                                              {11, static_cast<double>(config.ff())},
+                                              {13, static_cast<double>(config.vocab)}};
+  double largest = 0.0;
+  for (const auto& [proxy_size, size] : real) largest = std::max(largest, size);
+  Counted n;
+  auto elements = [&](const Shape& shape) {
+    double e = 1.0;
+    for (std::size_t d : shape) {
+      const auto it = real.find(d);
+      n.exact = n.exact && it != real.end();
+      e *= it != real.end() ? it->second : largest;  // an unknown dimension: counted as the largest
+    }
+    return e;
+  };
+
+  nn::TransformerLM model(proxy);
+  for (const nn::NamedParameter& p : model.named_parameters()) n.parameters += elements(p.parameter.shape());
+  Tape tape;
+  TapeScope scope(tape);
+  tape.keep_contributions = keep_contributions;
+  const IndexArray ids = xt::zeros<std::int64_t>({std::size_t{2}, proxy.context});
+  model.loss(ids, ids).backward();
+  n.entries = static_cast<double>(tape.size());
+  for (std::size_t i = 0; i < tape.size(); ++i) {
+    const Entry& e = tape.entry(static_cast<int>(i));
+    n.tape += elements(shape_of(e.value));
+    if (e.has_grad) n.tape += elements(shape_of(e.grad));
+    for (const Contribution& c : e.contributions) n.tape += elements(shape_of(c.grad));
+  }
+  return n;
+}
+
+}  // namespace
+
+Footprint footprint(const nn::ModelConfig& config, std::size_t batch, std::size_t optimizer_slots,
+                    bool keep_contributions) {
+  const Counted one = count(config, batch, 1, keep_contributions), two = count(config, batch, 2, keep_contributions);
+  const double blocks = static_cast<double>(config.layers) - 1.0;  // each block after the first costs two - one
+  Footprint f;
+  f.parameters = one.parameters + blocks * (two.parameters - one.parameters);
+  f.model = 8.0 * f.parameters * (2.0 + static_cast<double>(optimizer_slots));  // values, gradients, slots
+  f.tape = 8.0 * (one.tape + blocks * (two.tape - one.tape));
+  f.exact = one.exact && two.exact;
+  f.entries = one.entries + blocks * (two.entries - one.entries);
+  return f;
+}
+
+double available_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kb = 0.0;
+  while (meminfo >> key >> kb) {
+    if (key == "MemAvailable:") return kb * 1024.0;
+    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+std::string bytes_text(double bytes) {
+  char buf[32];
+  if (bytes >= 1e12)
+    std::snprintf(buf, sizeof buf, "%.3g TB", bytes / 1e12);
+  else if (bytes >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.3g GB", bytes / 1e9);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g MB", bytes / 1e6);
+  return buf;
+}
+
+void check_fits(const Footprint& one, std::size_t concurrent, double data, const std::string& flags) {
+  const double need = static_cast<double>(concurrent) * one.total() + data, have = available_memory();
+  if (need <= have) return;
+  char params[32];
+  std::snprintf(params, sizeof params, "%.3g", one.parameters);
+  throw Error("this run needs about " + bytes_text(need) + " of memory, more than the " + bytes_text(have) +
+              " available (MemAvailable in /proc/meminfo): " + std::to_string(concurrent) + " model(s) at once of " +
+              params + " parameters (" + bytes_text(one.model) + " each with their gradients and optimizer state), " +
+              "one step's tape " + bytes_text(one.tape) + " each, data " + bytes_text(data) + "; set by " + flags);
+}
+
+void check_bytes(double bytes, const std::string& what, const std::string& flags) {
+  const double have = available_memory();
+  if (bytes <= have) return;
+  throw Error("this run needs about " + bytes_text(bytes) + " of memory for " + what + ", more than the " +
+              bytes_text(have) + " available (MemAvailable in /proc/meminfo); set by " + flags);
+}
+
+}  // namespace gs::experiments

@@ -1,0 +1,25 @@
+#include "experiments/lib/optimizer_flags.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "experiments/lib/flags.hpp"
+
+namespace gs::experiments {
+
+void add_optimizer_flags(CLI::App& app, OptimizerSetup& s, bool with_choice) {
+  if (with_choice)
+    add_flag(app, "--optimizer", s.optimizer, "sgd (momentum 0.9), adam, adamw or radam (rectified Adam, Liu et al. 2019)");
+  add_flag(app, "--adam-beta1", s.beta1, "Adam's (and RAdam's) first-moment decay beta1");
+  add_flag(app, "--adam-beta2", s.beta2, "Adam's (and RAdam's) second-moment decay beta2");
+  add_flag(app, "--adam-eps", s.eps, "Adam's (and RAdam's) eps, added to the root of the second moment");
+  add_flag(app, "--adam-v0", s.adam_v0, "Adam's (and RAdam's) second moment at the start: zero, or g0sq (GI-Adam, "
+           "Kalra & Barkeshli 2024: v_0 = g_0^2 and no bias correction of v)");
+  add_flag(app, "--z-loss", s.z_loss, "C of the z-loss: the loss trained is mean CE + C * mean over positions of "
+           "(log Z)^2, log Z the logsumexp of the logits (0: none); the CE is what is reported and judged");
+  add_flag(app, "--hold", s.hold, "steps at lr 0 before the schedule starts: gradients computed and Adam's moments "
+           "updated, no weight moved (Liu et al. 2019)");
+  add_flag(app, "--intervene", s.intervene, "backward-pass interventions in every block, comma-separated "
+           "(nn/interventions.hpp; the forward pass is unchanged)")->type_name("NAME[,NAME...]");
+}
+
+}  // namespace gs::experiments

@@ -1,0 +1,336 @@
+#include "experiments/lib/report.hpp"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <mutex>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "engine/error.hpp"
+#include "experiments/lib/interrupt.hpp"
+#include "nn/io/atomic_file.hpp"
+
+namespace gs::experiments {
+
+Stat stat_of(const std::vector<double>& values) {
+  Stat s;
+  s.n = values.size();
+  if (s.n == 0) return s;
+  for (double v : values) s.mean += v;
+  s.mean /= static_cast<double>(s.n);
+  if (s.n > 1) {
+    double ss = 0.0;
+    for (double v : values) ss += (v - s.mean) * (v - s.mean);
+    s.std = std::sqrt(ss / static_cast<double>(s.n - 1));
+  }
+  return s;
+}
+
+std::string fmt(double value, int significant) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", significant, value);
+  return buf;
+}
+
+std::string fmt(const Stat& s, int significant) {
+  if (s.n <= 1) return fmt(s.mean, significant);
+  return fmt(s.mean, significant) + " ± " + fmt(s.std, 2);
+}
+
+std::string finite_cell(const std::vector<double>& values, const std::string& otherwise) {
+  for (double v : values)
+    if (!std::isfinite(v)) return otherwise;
+  return fmt(stat_of(values), 3);
+}
+
+Table::Table(std::vector<std::string> columns) : columns_(std::move(columns)) {}
+
+void Table::add_row(std::vector<std::string> cells) {
+  if (cells.size() != columns_.size())
+    throw Error("Table: a row has " + std::to_string(cells.size()) + " cells for " +
+                std::to_string(columns_.size()) + " columns");
+  rows_.push_back(std::move(cells));
+}
+
+namespace {
+
+// The width of a cell as a terminal shows it: UTF-8 continuation bytes take no column.
+std::size_t display_width(const std::string& s) {
+  std::size_t w = 0;
+  for (unsigned char c : s) w += (c & 0xC0) != 0x80;
+  return w;
+}
+
+std::string pad(const std::string& s, std::size_t width) { return s + std::string(width - display_width(s), ' '); }
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+std::string file_part(std::string label) {
+  for (char& c : label)
+    if (c == '/') c = '-';
+  return label;
+}
+
+std::string shell_quote(const std::string& text) {
+  std::string q = "'";
+  for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string drop_nonpositive(std::vector<Series>& series, bool say_why) {
+  std::vector<Series> kept;
+  std::string dropped;
+  for (Series& s : series) {
+    const bool positive = !s.y.empty() && std::all_of(s.y.begin(), s.y.end(), [](double y) { return y > 0.0; });
+    if (positive) {
+      kept.push_back(std::move(s));
+      continue;
+    }
+    const bool zero = std::all_of(s.y.begin(), s.y.end(), [](double y) { return y == 0.0; });
+    dropped += (dropped.empty() ? "" : ", ") + s.title + (!say_why ? "" : zero ? " (exactly 0)" : " (not all > 0)");
+  }
+  series = std::move(kept);
+  return dropped;
+}
+
+std::string Table::to_text() const {
+  std::vector<std::size_t> width;
+  for (const std::string& c : columns_) width.push_back(display_width(c));
+  for (const auto& row : rows_)
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], display_width(row[i]));
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      if (i > 0) out += "  ";
+      out += pad(cells[i], width[i]);
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += "\n";
+  };
+  line(columns_);
+  std::vector<std::string> rule;
+  for (std::size_t w : width) rule.push_back(std::string(w, '-'));
+  line(rule);
+  for (const auto& row : rows_) line(row);
+  return out;
+}
+
+void Table::write_csv(const std::filesystem::path& path) const {
+  std::string text;
+  auto line = [&](const std::vector<std::string>& cells) {
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      if (i > 0) text += ",";
+      text += csv_cell(cells[i]);
+    }
+    text += "\n";
+  };
+  line(columns_);
+  for (const auto& row : rows_) line(row);
+  mark_writing(path);
+  nn::write_file_atomically(path, text);
+}
+
+void draw(const Plot& plot, const std::filesystem::path& dir, const std::string& name) {
+  if (name.find('/') != std::string::npos)
+    throw Error("draw: the plot name '" + name + "' has a '/' (pass a label through file_part)");
+  stop_if_requested_in("drawing", "before drawing " + (dir / name).string());
+  mark_writing(dir / name);
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path dat = dir / (name + ".dat"), gp = dir / (name + ".gp");
+  // The data: one block per series, blocks separated by two blank lines (gnuplot's "index").
+  std::ostringstream data;
+  for (const Series& s : plot.series) {
+    data << "# " << s.title << "\n";
+    for (std::size_t i = 0; i < s.x.size(); ++i)
+      data << fmt(s.x[i], 10) << " " << fmt(s.y[i], 10) << " " << fmt(s.err.empty() ? 0.0 : s.err[i], 10) << "\n";
+    data << "\n\n";
+  }
+  nn::write_file_atomically(dat, data.str());
+
+  auto quoted = [](const std::string& s) {
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\\\"") : std::string(1, c);
+    return q + "\"";
+  };
+  std::ostringstream script;
+  script << "# Drawn by gradscope; run `gnuplot " << gp.filename().string() << "` in this folder to redraw.\n"
+         << "set title " << quoted(plot.title) << " noenhanced\n"
+         << "set xlabel " << quoted(plot.xlabel) << " noenhanced\n"
+         << "set ylabel " << quoted(plot.ylabel) << " noenhanced\n"
+         << "set key outside right top noenhanced\nset grid\n"
+         << (plot.log_x ? "set logscale x\n" : "") << (plot.log_y ? "set logscale y\n" : "");
+  std::string plots;
+  for (std::size_t i = 0; i < plot.series.size(); ++i) {
+    const Series& s = plot.series[i];
+    if (i > 0) plots += ", ";
+    plots += quoted(dat.filename().string()) + " index " + std::to_string(i) +
+             (s.err.empty() ? " using 1:2 with linespoints" : " using 1:2:3 with yerrorlines") + " title " +
+             quoted(s.title);
+  }
+  // NAME.gp draws NAME.png and NAME.svg (for a person who wants to redraw). The run here uses a copy
+  // that draws into temporary files, renamed into place only once both are complete.
+  const std::vector<std::pair<std::string, std::string>> outputs = {{"pngcairo size 960,600", ".png"},
+                                                                    {"svg size 960,600", ".svg"}};
+  auto with_outputs = [&](const std::string& suffix) {
+    std::string text = script.str();
+    for (const auto& [terminal, ext] : outputs) {
+      text += "set terminal " + terminal + "\nset output " + quoted(name + ext + suffix) + "\nplot " + plots;
+      text += "\n";
+    }
+    return text + "set output\n";
+  };
+  nn::write_file_atomically(gp, with_outputs(""));
+  const std::string run = name + ".gp.run", log = name + ".gnuplot.log";
+  nn::write_file_atomically(dir / run, with_outputs(".tmp"));
+
+  // gnuplot runs in its own process group: a Ctrl-C at the terminal reaches this process only, which
+  // lets the plot finish (a fraction of a second), puts it in place, and stops before the next one.
+  const int status = run_in_own_group(dir, {"gnuplot", run}, log);
+  std::filesystem::remove(dir / run);
+  if (status != 0) {
+    for (const auto& [terminal, ext] : outputs) std::filesystem::remove(dir / (name + ext + ".tmp"));
+    throw Error("draw: gnuplot failed on " + gp.string() + "; see " + (dir / log).string());
+  }
+  std::filesystem::remove(dir / log);
+  for (const auto& [terminal, ext] : outputs)
+    std::filesystem::rename(dir / (name + ext + ".tmp"), dir / (name + ext));
+  stop_if_requested_in("drawing", "while drawing the plots, after " + (dir / name).string() + ".png");
+}
+
+// ---- the --out directory of a grid while its files are written ----
+
+namespace {
+std::mutex watched_mutex;
+std::filesystem::path watched_dir;  // "" when no directory is watched
+std::string watched_program;
+bool marked = false;
+}  // namespace
+
+void watch_output(const std::filesystem::path& dir, const std::string& program) {
+  std::lock_guard<std::mutex> lock(watched_mutex);
+  watched_dir = std::filesystem::absolute(dir).lexically_normal();
+  watched_program = program;
+  marked = false;
+}
+
+void mark_writing(const std::filesystem::path& path) {
+  std::lock_guard<std::mutex> lock(watched_mutex);
+  if (watched_dir.empty() || marked) return;
+  const std::filesystem::path p = std::filesystem::absolute(path).lexically_normal();
+  const auto [end, rest] = std::mismatch(watched_dir.begin(), watched_dir.end(), p.begin(), p.end());
+  if (end != watched_dir.end()) return;  // not inside the watched directory
+  nn::write_file_atomically(watched_dir / incomplete_marker,
+                            "gradscope " + watched_program + " was writing the files of this folder when it stopped "
+                            "(a signal or an error): some may be from this run and some from an earlier one, some "
+                            "missing. Run it again to complete them; a run that completes removes this file.\n");
+  marked = true;
+}
+
+bool output_complete() {
+  std::lock_guard<std::mutex> lock(watched_mutex);
+  if (!watched_dir.empty()) std::filesystem::remove(watched_dir / incomplete_marker);
+  const bool was = marked;
+  watched_dir.clear();
+  marked = false;
+  return was;
+}
+
+bool output_marked_incomplete() {
+  std::lock_guard<std::mutex> lock(watched_mutex);
+  return marked;
+}
+
+int run_in_own_group(const std::filesystem::path& dir, const std::vector<std::string>& argv,
+                     const std::string& stderr_file) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const std::string where = dir.string(), log = stderr_file;
+  const pid_t child = ::fork();
+  if (child < 0) throw Error("draw: cannot start " + argv.front() + ": " + std::strerror(errno));
+  if (child == 0) {  // only async-signal-safe calls from here to exec
+    ::setpgid(0, 0);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    if (::chdir(where.c_str()) != 0) ::_exit(126);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) ::dup2(fd, 2);
+    ::execvp(args[0], args.data());
+    static const char cannot[] = "cannot run the program (is it installed? scripts/install-deps)\n";
+    if (::write(2, cannot, sizeof cannot - 1) < 0) ::_exit(127);  // into the log the error names
+    ::_exit(127);
+  }
+  ::setpgid(child, child);  // also here: whichever runs first, the child is in its group before it draws
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0)
+    if (errno != EINTR) throw Error("draw: waiting for " + argv.front() + ": " + std::strerror(errno));
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// ---- CsvWriter ----
+
+CsvWriter::CsvWriter(std::filesystem::path path, std::vector<std::string> columns)
+    : path_(std::move(path)), columns_(columns.size()), last_flush_(std::chrono::steady_clock::now()) {
+  for (std::size_t i = 0; i < columns.size(); ++i) text_ += (i ? "," : "") + columns[i];
+  text_ += '\n';
+  if (path_.has_parent_path()) std::filesystem::create_directories(path_.parent_path());
+}
+
+CsvWriter::~CsvWriter() {
+  try {
+    flush();
+  } catch (const std::exception& e) {
+    std::cerr << "warning: " << e.what() << "\n";
+  }
+}
+
+void CsvWriter::row(const std::vector<double>& values) {
+  if (values.size() != columns_)
+    throw Error("csv " + path_.string() + ": a row of " + std::to_string(values.size()) + " values for " +
+                std::to_string(columns_) + " columns");
+  char buf[32];
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%.10g", values[i]);
+    if (i) text_ += ',';
+    text_ += buf;
+  }
+  text_ += '\n';
+  dirty_ = true;
+  if (std::chrono::steady_clock::now() - last_flush_ > std::chrono::seconds(1)) flush();
+}
+
+void CsvWriter::keep_existing_rows(double last) {
+  if (!std::filesystem::exists(path_)) return;
+  std::istringstream old(nn::read_file(path_));
+  std::string line, header = text_.substr(0, text_.find('\n'));
+  if (!std::getline(old, line) || line != header) return;
+  while (std::getline(old, line))
+    if (!line.empty() && std::strtod(line.c_str(), nullptr) <= last) text_ += line + '\n';
+  dirty_ = true;
+}
+
+void CsvWriter::flush() {
+  if (!dirty_) return;
+  mark_writing(path_);
+  nn::write_file_atomically(path_, text_);
+  dirty_ = false;
+  last_flush_ = std::chrono::steady_clock::now();
+}
+
+}  // namespace gs::experiments

@@ -1,0 +1,270 @@
+#include "explorer/recorder.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "explorer/dot.hpp"
+#include "engine/tape.hpp"
+#include "engine/tools/inspect.hpp"
+
+namespace gs::explorer {
+
+std::vector<std::size_t> default_snapshot_steps() { return {0, 1, 2, 3, 5, 8, 13, 20, 30, 50, 80, 130, 200, 300}; }
+
+namespace {
+
+std::size_t parse_count(const std::string& piece, const std::string& whole, const std::string& flag) {
+  std::size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    if (piece.empty() || piece.find_first_not_of("0123456789") != std::string::npos) throw std::invalid_argument("");
+    v = std::stoull(piece, &used);
+  } catch (const std::exception&) {
+    throw Error(flag + " " + whole + ": '" + piece + "' is not a step number (a whole number >= 0); write e.g. "
+                "0,1,2,5,10 or 0-10 or 0:300:10");
+  }
+  if (v > 100000000ull) throw Error(flag + " " + whole + ": step " + piece + " is past 1e8");
+  return static_cast<std::size_t>(v);
+}
+
+}  // namespace
+
+std::vector<std::size_t> parse_steps(const std::string& text, const std::string& flag) {
+  std::set<std::size_t> steps;
+  std::stringstream in(text);
+  std::string piece;
+  if (text.empty()) throw Error(flag + ": empty list; write e.g. 0,1,2,5,10");
+  while (std::getline(in, piece, ',')) {
+    const std::size_t colon = piece.find(':'), dash = piece.find('-');
+    if (colon != std::string::npos) {  // start:stop:stride
+      const std::size_t colon2 = piece.find(':', colon + 1);
+      if (colon2 == std::string::npos)
+        throw Error(flag + " " + text + ": '" + piece + "' needs start:stop:stride, e.g. 0:300:10");
+      const std::size_t a = parse_count(piece.substr(0, colon), text, flag);
+      const std::size_t b = parse_count(piece.substr(colon + 1, colon2 - colon - 1), text, flag);
+      const std::size_t s = parse_count(piece.substr(colon2 + 1), text, flag);
+      if (s == 0 || b < a) throw Error(flag + " " + text + ": '" + piece + "' needs start <= stop and a stride >= 1");
+      for (std::size_t t = a; t <= b && steps.size() <= 10000; t += s) steps.insert(t);  // capped as below
+    } else if (dash != std::string::npos) {  // a-b
+      const std::size_t a = parse_count(piece.substr(0, dash), text, flag);
+      const std::size_t b = parse_count(piece.substr(dash + 1), text, flag);
+      if (b < a) throw Error(flag + " " + text + ": '" + piece + "' runs backwards");
+      for (std::size_t t = a; t <= b && steps.size() <= 10000; ++t) steps.insert(t);
+    } else {
+      steps.insert(parse_count(piece, text, flag));
+    }
+    if (steps.size() > 10000) throw Error(flag + " " + text + ": more than 10000 snapshot steps");
+  }
+  if (!text.empty() && text.back() == ',') throw Error(flag + " " + text + ": a trailing comma");
+  return {steps.begin(), steps.end()};
+}
+
+std::string module_group(const std::string& name) {
+  const std::size_t dot = name.find('.');
+  if (dot == std::string::npos) return name;
+  const std::size_t next = name.find('.', dot + 1);
+  const std::string second = name.substr(dot + 1, next == std::string::npos ? std::string::npos : next - dot - 1);
+  if (!second.empty() && second.find_first_not_of("0123456789") == std::string::npos)
+    return name.substr(0, next == std::string::npos ? name.size() : next);
+  return name.substr(0, dot);
+}
+
+namespace {
+
+// Graphviz's SVG of a DOT text, without the XML prologue and comments. Throws gs::Error if dot fails.
+std::string render_svg(const std::string& dot) {
+  namespace fs = std::filesystem;
+  // mkstemps creates a new file under a fresh name (O_EXCL): the remove below deletes only that file.
+  std::string name = (fs::temp_directory_path() / "gradscope-explorer-XXXXXX.dot").string();
+  const int fd = ::mkstemps(name.data(), 4);
+  if (fd < 0) throw Error("explorer: cannot create a temporary file " + name + ": " + std::strerror(errno));
+  const fs::path tmp = name;
+  for (std::size_t done = 0; done < dot.size();) {
+    const ssize_t wrote = ::write(fd, dot.data() + done, dot.size() - done);
+    if (wrote <= 0) {
+      ::close(fd);
+      fs::remove(tmp);
+      throw Error("explorer: cannot write " + tmp.string());
+    }
+    done += static_cast<std::size_t>(wrote);
+  }
+  ::close(fd);
+  const std::string command = "dot -Tsvg '" + tmp.string() + "' 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  std::string svg;
+  if (pipe) {
+    char buf[65536];
+    for (std::size_t got; (got = std::fread(buf, 1, sizeof buf, pipe)) > 0;) svg.append(buf, got);
+  }
+  const int status = pipe ? ::pclose(pipe) : -1;
+  fs::remove(tmp);
+  if (status != 0)
+    throw Error("explorer: `" + command + "` failed (status " + std::to_string(status) + "): " + svg.substr(0, 300));
+  const std::size_t start = svg.find("<svg");
+  if (start == std::string::npos) throw Error("explorer: dot wrote no <svg> element");
+  std::string out;
+  for (std::size_t i = start; i < svg.size();) {  // drop <!-- comments -->
+    const std::size_t c = svg.find("<!--", i);
+    if (c == std::string::npos) {
+      out.append(svg, i, std::string::npos);
+      break;
+    }
+    out.append(svg, i, c - i);
+    const std::size_t end = svg.find("-->", c);
+    i = end == std::string::npos ? svg.size() : end + 3;
+    while (i < svg.size() && svg[i] == '\n') ++i;
+  }
+  return out;
+}
+
+// The layout the page wants: the residual stream top to bottom with each block's branches beside it.
+// Graphviz ranks a parameter (a node with no inputs) freely, and a block's parameters ranked above
+// the previous block's end make its box overlap that block's ranks, so dot sets the blocks side by
+// side: a diagonal staircase. An invisible edge from the stream position last forked before a
+// parameter's first use to the parameter keeps each block below the one before it.
+std::string stream_layout(const std::string& dot, const GraphView& view) {
+  std::string extra;
+  for (const NodeView& n : view.nodes) {
+    if (!n.inputs.empty() || n.consumers.empty() || n.op == "const") continue;
+    const int use = n.consumers.front();
+    int at = -1;
+    for (const ForkView& f : view.forks)
+      if (f.at < use && f.at > at) at = f.at;
+    if (at >= 0) extra += "  n" + std::to_string(at) + " -> n" + std::to_string(n.index) + " [style=invis, weight=0];\n";
+  }
+  const std::size_t close = dot.rfind('}');
+  if (close == std::string::npos) throw Error("explorer: to_dot wrote no closing brace");
+  return dot.substr(0, close) + extra + dot.substr(close);
+}
+
+bool dot_available() { return std::system("command -v dot > /dev/null 2>&1") == 0; }
+
+double rms(const Array& x) { return norm(x) / std::sqrt(static_cast<double>(std::max<std::size_t>(1, x.size()))); }
+
+}  // namespace
+
+RunRecorder::RunRecorder(std::string name, const nn::Module& model, RecorderOptions options)
+    : model_(model), options_(std::move(options)) {
+  run_.name = std::move(name);
+  for (const nn::NamedParameter& p : model_.named_parameters()) groups_.push_back(module_group(p.name));
+  run_.declare_chart({"loss", "training loss", "The mean cross-entropy of the step's training batch, in nats, "
+                      "from the forward pass before that step's update.", "loss (nats)", false});
+  run_.declare_chart({"grad_norm", "gradient norm per module",
+                      "|dL/dW|: the Frobenius norm of the gradient of all of a module's parameters together "
+                      "(sqrt of the sum of their squares), before clipping.", "|dL/dW| (log)", true});
+  run_.declare_chart({"ln_input_rms", "RMS of each LayerNorm's input",
+                      "sqrt(mean x^2) of the input x of each LayerNorm, over the whole batch; in Post-LN that "
+                      "input is the sum skip + branch before the LN.", "RMS (log)", true});
+  run_.declare_chart({"ln_gain", "gradient gain through each LayerNorm",
+                      "|dL/dx| / |dL/dy| for y = LN(x), counting only the part of dL/dx that came back "
+                      "through the LN (not a skip path around it); the LN's Jacobian scales like 1/sigma.",
+                      "gain (log)", true});
+  run_.declare_chart({"fork_skip", "skip part of the stream's gradient at each residual fork",
+                      "|skip part| of dL/ds at a stream position s where y = s + f(s) forks: what came back "
+                      "along the identity path.", "|dL/ds| skip (log)", true});
+  run_.declare_chart({"fork_branch", "branch part of the stream's gradient at each residual fork",
+                      "|branch part| of dL/ds at the same forks: what came back through the sublayer f.",
+                      "|dL/ds| branch (log)", true});
+  run_.declare_chart({"update_ratio", "update ratio per module",
+                      "|delta W| / |W| over all of a module's parameters: the size of the optimizer's update "
+                      "after the step's pass, relative to the weights.", "|dW|/|W| (log)", true});
+}
+
+bool RunRecorder::is_snapshot(std::size_t step) const {
+  return std::binary_search(options_.snapshot_steps.begin(), options_.snapshot_steps.end(), step);
+}
+
+void RunRecorder::record_pass(std::size_t step, const Tape& tape, double loss) {
+  if (!tape.keep_contributions)
+    throw Error("explorer: record_pass(step " + std::to_string(step) + "): the tape keeps no contributions; set "
+                "tape.keep_contributions = true before backward() (the LN gains and the forks' split read them)");
+  run_.add_point("loss", "loss", step, loss);
+  const std::vector<nn::NamedParameter> params = model_.named_parameters();
+  std::vector<std::pair<std::string, double>> sq;  // per group, in first-appearance order
+  before_.clear();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const double n = norm(params[i].parameter.grad());
+    auto it = std::find_if(sq.begin(), sq.end(), [&](const auto& g) { return g.first == groups_[i]; });
+    if (it == sq.end()) sq.push_back({groups_[i], n * n});
+    else it->second += n * n;
+    before_.push_back(params[i].parameter.value());
+  }
+  for (const auto& [group, s] : sq) run_.add_point("grad_norm", group, step, std::sqrt(s));
+
+  // The fused LayerNorms: input 0 is x; the LN's own contribution into x is the gradient through it.
+  for (std::size_t i = 0; i < tape.size(); ++i) {
+    const Entry& e = tape.entry(static_cast<int>(i));
+    if (std::string(e.op) != "layernorm_fused" || e.inputs.empty()) continue;
+    const Entry& x = tape.entry(e.inputs[0]);
+    const std::string name = e.scope.empty() ? "layernorm #" + std::to_string(i) : e.scope;
+    run_.add_point("ln_input_rms", name, step, rms(x.value));
+    if (!e.has_grad || !x.has_grad) continue;
+    double through = 0.0;
+    for (const Contribution& c : x.contributions)
+      if (c.from == static_cast<int>(i)) through += norm(c.grad) * norm(c.grad);
+    run_.add_point("ln_gain", name, step, std::sqrt(through) / norm(e.grad));
+  }
+
+  if (!view_) view_ = read_graph(tape);  // the structure, once (read_snapshot checks it every time)
+  const bool snapshot = is_snapshot(step);
+  if (snapshot && !run_.graph && run_.graph_note.empty()) {
+    if (tape.size() > options_.max_graph_entries) {
+      run_.graph_note = "The tape has " + std::to_string(tape.size()) + " entries, more than the " +
+                        std::to_string(options_.max_graph_entries) +
+                        " the graph view draws (about 4 layers): this run shows charts only.";
+    } else if (!options_.draw || !dot_available()) {
+      run_.graph_note = options_.draw ? "Graphviz's dot is not on PATH (apt-get install graphviz): no graph."
+                                      : "The graph was not drawn for this run.";
+    } else {
+      explorer::DotOptions dot;
+      dot.legend = false;
+      dot.svg_ids = true;
+      run_.graph = GraphData{*view_, render_svg(stream_layout(explorer::to_dot(tape, dot), *view_)), {}};
+    }
+  }
+  if (run_.graph && snapshot) run_.graph->snapshots.push_back(read_snapshot(tape, *view_, step, loss, options_.bins));
+
+  // The skip and branch parts at every residual fork, every step.
+  for (const ForkView& f : view_->forks) {
+    const Entry& s = tape.entry(f.at);
+    if (!s.has_grad || s.contributions.empty()) continue;
+    // split_skip_branch takes a Var; it only reads the tape.
+    const SkipBranch parts = split_skip_branch(Var(tape, f.at, tape.generation()));
+    const std::string name = (s.label.empty() ? "#" + std::to_string(f.at) : s.label) + " -> " + f.branch;
+    run_.add_point("fork_skip", name, step, norm(parts.skip));
+    run_.add_point("fork_branch", name, step, norm(parts.branch));
+  }
+}
+
+void RunRecorder::record_update(std::size_t step) {
+  const std::vector<nn::NamedParameter> params = model_.named_parameters();
+  if (before_.size() != params.size())
+    throw Error("explorer: record_update(" + std::to_string(step) + ") without record_pass before it");
+  std::vector<std::pair<std::string, std::pair<double, double>>> sq;  // group -> (|dW|^2, |W|^2)
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Array& w = params[i].parameter.value();
+    double d = 0.0, n = 0.0;
+    auto a = before_[i].begin();
+    for (auto b = w.begin(); b != w.end(); ++a, ++b) {
+      d += (*b - *a) * (*b - *a);
+      n += *a * *a;
+    }
+    auto it = std::find_if(sq.begin(), sq.end(), [&](const auto& g) { return g.first == groups_[i]; });
+    if (it == sq.end()) sq.push_back({groups_[i], {d, n}});
+    else it->second.first += d, it->second.second += n;
+  }
+  for (const auto& [group, s] : sq) run_.add_point("update_ratio", group, step, std::sqrt(s.first / s.second));
+  before_.clear();
+}
+
+}  // namespace gs::explorer
