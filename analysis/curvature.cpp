@@ -4,7 +4,7 @@
 
 #include "engine/error.hpp"
 
-namespace gs::experiments {
+namespace gs::analysis {
 
 std::vector<Parameter> parameter_handles(const nn::TransformerLM& model) {
   std::vector<Parameter> out;
@@ -71,4 +71,4 @@ CurvatureResult scope_preconditioned_lambda_max(const LossFunction& loss, const 
 
 double adam_threshold(double beta1) { return (2.0 + 2.0 * beta1) / (1.0 - beta1); }
 
-}  // namespace gs::experiments
+}  // namespace gs::analysis

@@ -20,7 +20,7 @@
 #include "nn/data/dataset.hpp"
 #include "nn/transformer_lm.hpp"
 
-namespace gs::experiments {
+namespace gs::analysis {
 
 // Every parameter of the model, in named_parameters() order (the order of Adam's preconditioner()).
 std::vector<Parameter> parameter_handles(const nn::TransformerLM& model);
@@ -57,4 +57,4 @@ CurvatureResult scope_preconditioned_lambda_max(const LossFunction& loss, const 
 constexpr double sgd_threshold = 2.0;
 double adam_threshold(double beta1);
 
-}  // namespace gs::experiments
+}  // namespace gs::analysis

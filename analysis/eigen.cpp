@@ -8,7 +8,7 @@
 
 #include <xtensor-blas/xlinalg.hpp>
 
-namespace gs {
+namespace gs::analysis {
 namespace {
 
 double dot(const Array& a, const Array& b) {
@@ -158,4 +158,4 @@ CurvatureResult preconditioned_lambda_max(const LossFunction& loss, const std::v
   return curvature(loss, parameters, &scale, options, hvp_options);
 }
 
-}  // namespace gs
+}  // namespace gs::analysis

@@ -23,7 +23,7 @@
 #include "engine/parameter.hpp"
 #include "analysis/hvp.hpp"
 
-namespace gs {
+namespace gs::analysis {
 
 // y = A x for a symmetric A, on flat vectors of one length n.
 using SymmetricOperator = std::function<Array(const Array& x)>;
@@ -74,4 +74,4 @@ CurvatureResult preconditioned_lambda_max(const LossFunction& loss, const std::v
                                           const std::vector<Array>& preconditioner,
                                           const LanczosOptions& options = {}, const HvpOptions& hvp_options = {});
 
-}  // namespace gs
+}  // namespace gs::analysis

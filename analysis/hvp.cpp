@@ -8,7 +8,7 @@
 
 #include "engine/tape.hpp"
 
-namespace gs {
+namespace gs::analysis {
 namespace {
 
 double squared_norm(const Array& x) {
@@ -164,4 +164,4 @@ std::vector<Array> hvp(const LossFunction& loss, const std::vector<Parameter>& p
   return product(v);
 }
 
-}  // namespace gs
+}  // namespace gs::analysis

@@ -21,7 +21,7 @@
 #include "engine/parameter.hpp"
 #include "engine/tape.hpp"
 
-namespace gs {
+namespace gs::analysis {
 
 // Builds the loss (a scalar) on the current tape from the parameters' current values, e.g.
 //   [&] { return model.loss(batch.ids, batch.targets); }
@@ -73,4 +73,4 @@ std::vector<Array> hvp(const LossFunction& loss, const std::vector<Parameter>& p
 Array join_flat(const std::vector<Array>& parts);
 std::vector<Array> split_flat(const Array& flat, const std::vector<Parameter>& like);
 
-}  // namespace gs
+}  // namespace gs::analysis

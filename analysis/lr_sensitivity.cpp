@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace gs::experiments {
+namespace gs::analysis {
 
 double lr_sensitivity(const std::vector<double>& final_losses, double init_loss) {
   double best = INFINITY, sum = 0.0;
@@ -16,4 +16,4 @@ double lr_sensitivity(const std::vector<double>& final_losses, double init_loss)
   return sum / static_cast<double>(final_losses.size()) - best;
 }
 
-}  // namespace gs::experiments
+}  // namespace gs::analysis

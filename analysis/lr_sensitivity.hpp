@@ -8,9 +8,9 @@
 
 #include <vector>
 
-namespace gs::experiments {
+namespace gs::analysis {
 
 // final_losses[i] is L(lr_i) (NaN/Inf allowed), init_loss L0. NaN when no final loss is finite.
 double lr_sensitivity(const std::vector<double>& final_losses, double init_loss);
 
-}  // namespace gs::experiments
+}  // namespace gs::analysis

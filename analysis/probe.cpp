@@ -6,7 +6,7 @@
 #include "engine/engine.hpp"
 #include "nn/data/markov.hpp"
 
-namespace gs::experiments {
+namespace gs::analysis {
 
 // ---- MarkovBatches ----
 
@@ -127,4 +127,4 @@ std::string depths_text(const std::vector<std::size_t>& depths, std::size_t from
   return text;
 }
 
-}  // namespace gs::experiments
+}  // namespace gs::analysis

@@ -13,7 +13,7 @@
 #include "nn/data/dataset.hpp"
 #include "nn/module.hpp"
 
-namespace gs::experiments {
+namespace gs::analysis {
 
 // Fresh (batch, seq) batches of dump_corpus (graph.hpp), the Markov corpus --dump uses for `seed`.
 // batch(0) is dump_batch, the batch --dump writes for that seed, so `--dump` writes the gradients of
@@ -69,4 +69,4 @@ std::vector<double> depth_slopes(const std::vector<std::size_t>& depths, std::si
 // The depths from index `from` on, space-separated ("16 32"), as the slopes CSV files name them.
 std::string depths_text(const std::vector<std::size_t>& depths, std::size_t from);
 
-}  // namespace gs::experiments
+}  // namespace gs::analysis

@@ -6,7 +6,7 @@
 #include "engine/tools/inspect.hpp"
 #include "analysis/stream_split.hpp"
 
-namespace gs::experiments {
+namespace gs::analysis {
 
 // The LNs whose input is the residual stream (see the header), after a forward pass.
 std::vector<LnSite> ln_sites(const nn::TransformerLM& model) {
@@ -194,4 +194,4 @@ void read_tape(const nn::TransformerLM& model, StepRecord& r) {
   r.log_z_mean = o.log_z_mean, r.log_z_max = o.log_z_max, r.logit_rms = o.rms;
 }
 
-}  // namespace gs::experiments
+}  // namespace gs::analysis

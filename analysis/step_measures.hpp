@@ -11,7 +11,7 @@
 #include "nn/data/dataset.hpp"
 #include "nn/transformer_lm.hpp"
 
-namespace gs::experiments {
+namespace gs::analysis {
 
 // An LN of the residual stream: the handles of its input and output on the current tape.
 struct LnSite {
@@ -82,4 +82,4 @@ double through_ln(const LnSite& s);
 // att_entropy, att_logit_max, log_z_mean, log_z_max, logit_rms.
 void read_tape(const nn::TransformerLM& model, StepRecord& r);
 
-}  // namespace gs::experiments
+}  // namespace gs::analysis

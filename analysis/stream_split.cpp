@@ -6,7 +6,7 @@
 #include "engine/engine.hpp"
 #include "engine/tools/inspect.hpp"
 
-namespace gs::experiments {
+namespace gs::analysis {
 
 PathSplit split_gradient(const Var& position) {
   const Entry& e = position.entry();
@@ -79,4 +79,4 @@ double max_abs_diff(const Array& a, const Array& b) {
   return a.size() == 0 ? 0.0 : xt::amax(xt::abs(a - b))();
 }
 
-}  // namespace gs::experiments
+}  // namespace gs::analysis

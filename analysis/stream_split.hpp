@@ -22,7 +22,7 @@
 #include "engine/var.hpp"
 #include "nn/transformer_lm.hpp"
 
-namespace gs::experiments {
+namespace gs::analysis {
 
 // The gradient that reached one tape entry, split by the op that sent each part.
 struct PathSplit {
@@ -60,4 +60,4 @@ double mean_l2(const Array& x);
 // max |a - b| over all elements (same shapes), for checks.
 double max_abs_diff(const Array& a, const Array& b);
 
-}  // namespace gs::experiments
+}  // namespace gs::analysis

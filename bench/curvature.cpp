@@ -36,6 +36,7 @@
 extern "C" void openblas_set_num_threads(int);
 
 using namespace gs;
+using namespace gs::analysis;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -65,8 +66,8 @@ void run(const std::string& placement, const nn::Batch& batch, int reps, double 
   config.layers = 6;
   nn::apply_placement(config, placement);
   nn::TransformerLM model(config);
-  const std::vector<Parameter> params = experiments::parameter_handles(model);
-  const LossFunction loss = experiments::batch_loss(model, batch);
+  const std::vector<Parameter> params = analysis::parameter_handles(model);
+  const LossFunction loss = analysis::batch_loss(model, batch);
   HessianVectorProduct H(loss, params);
   std::printf("%s-LN: %zu parameters, loss at init %.6f\n", placement.c_str(), H.size(), [&] {
     double L = 0.0;
@@ -75,7 +76,7 @@ void run(const std::string& placement, const nn::Batch& batch, int reps, double 
   }());
 
   std::vector<double> gradient_times, hvp_times;
-  const std::vector<Array> v = experiments::random_direction(params, 1);
+  const std::vector<Array> v = analysis::random_direction(params, 1);
   for (int r = 0; r < reps; ++r) {
     auto t0 = Clock::now();
     H.gradient();
@@ -98,7 +99,7 @@ void run(const std::string& placement, const nn::Batch& batch, int reps, double 
     return join_flat(Hh(v));
   };
   const Array half = at_step(h / 2), four = at_step(4 * h);
-  const std::vector<Array> u = experiments::random_direction(params, 2);
+  const std::vector<Array> u = analysis::random_direction(params, 2);
   const double uHv = xt::sum(join_flat(u) * hv)(), vHu = xt::sum(join_flat(v) * join_flat(H(u)))();
   std::printf("  h = %.3g (|v| = %.4g, |theta| = %.4g)\n", h, length_of(join_flat(v)), [&] {
     double s = 0.0;

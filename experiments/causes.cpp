@@ -44,6 +44,7 @@
 
 using namespace gs;
 using namespace gs::experiments;
+using namespace gs::analysis;
 
 namespace {
 

@@ -55,6 +55,7 @@
 
 using namespace gs;
 using namespace gs::experiments;
+using namespace gs::analysis;
 
 namespace {
 

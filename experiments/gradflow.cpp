@@ -36,6 +36,7 @@
 
 using namespace gs;
 using namespace gs::experiments;
+using namespace gs::analysis;
 
 namespace {
 

@@ -37,6 +37,7 @@
 
 using namespace gs;
 using namespace gs::experiments;
+using namespace gs::analysis;
 
 namespace {
 

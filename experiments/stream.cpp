@@ -43,6 +43,7 @@
 
 using namespace gs;
 using namespace gs::experiments;
+using namespace gs::analysis;
 
 namespace {
 

@@ -16,6 +16,7 @@
 #include "run_binary.hpp"
 
 using namespace gs;
+using namespace gs::analysis;
 using test::run_binary;
 namespace fs = std::filesystem;
 
@@ -23,13 +24,13 @@ TEST_CASE("LR sensitivity: mean over lrs of min(final, init) minus the best fina
           "[experiments][lrsweep]") {
   // init 2.0; finals 1.5, 1.2, 2.5 (clipped to 2.0), NaN (diverged: 2.0):
   // mean of {1.5, 1.2, 2.0, 2.0} = 6.7 / 4 = 1.675; best 1.2; sensitivity 0.475.
-  REQUIRE(experiments::lr_sensitivity({1.5, 1.2, 2.5, NAN}, 2.0) == Approx(0.475).epsilon(1e-15));
+  REQUIRE(analysis::lr_sensitivity({1.5, 1.2, 2.5, NAN}, 2.0) == Approx(0.475).epsilon(1e-15));
   // Every lr at the best loss: 0.
-  REQUIRE(experiments::lr_sensitivity({1.1, 1.1, 1.1}, 2.0) == 0.0);
+  REQUIRE(analysis::lr_sensitivity({1.1, 1.1, 1.1}, 2.0) == 0.0);
   // Only one lr learns: (1.0 + 2 + 2) / 3 - 1.0 = 2/3.
-  REQUIRE(experiments::lr_sensitivity({INFINITY, 1.0, 3.0}, 2.0) == Approx(2.0 / 3.0).epsilon(1e-15));
+  REQUIRE(analysis::lr_sensitivity({INFINITY, 1.0, 3.0}, 2.0) == Approx(2.0 / 3.0).epsilon(1e-15));
   // No finite final loss: no best, NaN.
-  REQUIRE(std::isnan(experiments::lr_sensitivity({NAN, NAN}, 2.0)));
+  REQUIRE(std::isnan(analysis::lr_sensitivity({NAN, NAN}, 2.0)));
 }
 
 TEST_CASE("the per-step measures: largest attention logit, log Z and logit RMS, against loops over the formulas",
@@ -44,7 +45,7 @@ TEST_CASE("the per-step measures: largest attention logit, log Z and logit RMS, 
     TapeScope scope(tape);
     const IndexArray ids = {{1, 5, 2, 6, 0}, {3, 3, 4, 0, 6}};
     model.logits(ids);
-    const std::vector<double> measured = experiments::attention_logit_max(model);
+    const std::vector<double> measured = analysis::attention_logit_max(model);
     REQUIRE(measured.size() == 4);  // 2 blocks x 2 heads
     for (std::size_t b = 0; b < 2; ++b) {
       // q and k again from what the attention read (pre: ln1's output), through the qk-norm's layers
@@ -66,7 +67,7 @@ TEST_CASE("the per-step measures: largest attention logit, log Z and logit RMS, 
         REQUIRE(measured[b * 2 + h] == Approx(m).epsilon(1e-12));
       }
     }
-    const experiments::OutputLogits o = experiments::output_logits(model);
+    const analysis::OutputLogits o = analysis::output_logits(model);
     const Array& z = model.last.logits.value();
     double sum = 0.0, mx = -1e300, sq = 0.0;
     for (std::size_t n = 0; n < 2; ++n)
@@ -148,7 +149,7 @@ TEST_CASE("a tiny lrsweep prints the sensitivity of each variant and writes its 
       per_seed >> printed;
       const auto& [finals, init] = by_seed.at({f[0], seed});
       INFO(f[0] << " seed " << seed);
-      REQUIRE(printed == Approx(experiments::lr_sensitivity(finals, init)).epsilon(6e-3).margin(1e-3));  // printed to 3 digits
+      REQUIRE(printed == Approx(analysis::lr_sensitivity(finals, init)).epsilon(6e-3).margin(1e-3));  // printed to 3 digits
     }
     ++variants;
   }

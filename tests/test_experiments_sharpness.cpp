@@ -27,6 +27,7 @@
 
 namespace fs = std::filesystem;
 using namespace gs;
+using namespace gs::analysis;
 
 namespace {
 
@@ -54,7 +55,7 @@ std::string sharpness_binary() {
 TEST_CASE("curvature scopes: the model and each block; a block's lambda_max is at most the model's", "[sharpness]") {
   const nn::ModelConfig config = tiny_config();
   nn::TransformerLM model(config);
-  const std::vector<experiments::CurvatureScope> scopes = experiments::curvature_scopes(model);
+  const std::vector<analysis::CurvatureScope> scopes = analysis::curvature_scopes(model);
   REQUIRE(scopes.size() == 1 + config.layers);
   const auto named = model.named_parameters();
   REQUIRE(scopes[0].indices.size() == named.size());
@@ -70,22 +71,22 @@ TEST_CASE("curvature scopes: the model and each block; a block's lambda_max is a
 
   // A principal submatrix's largest eigenvalue is at most the matrix's (Cauchy interlacing).
   const nn::Batch batch{IndexArray{{1, 2, 3, 4, 5}, {0, 2, 4, 1, 3}}, IndexArray{{2, 3, 4, 5, 0}, {2, 4, 1, 3, 5}}};
-  const LossFunction loss = experiments::batch_loss(model, batch);
-  const std::vector<Parameter> all = experiments::parameter_handles(model);
+  const LossFunction loss = analysis::batch_loss(model, batch);
+  const std::vector<Parameter> all = analysis::parameter_handles(model);
   LanczosOptions o;
   o.tolerance = 1e-6;
   o.max_iterations = 300;
-  const CurvatureResult whole = experiments::scope_lambda_max(loss, all, scopes[0], o);
+  const CurvatureResult whole = analysis::scope_lambda_max(loss, all, scopes[0], o);
   REQUIRE(whole.converged);
   REQUIRE(whole.lambda_max > 0);
   for (std::size_t b = 1; b < scopes.size(); ++b) {
-    const CurvatureResult block = experiments::scope_lambda_max(loss, all, scopes[b], o);
+    const CurvatureResult block = analysis::scope_lambda_max(loss, all, scopes[b], o);
     INFO(scopes[b].name << ": " << block.lambda_max << " vs the model's " << whole.lambda_max);
     REQUIRE(block.lambda_max <= whole.lambda_max * (1 + 1e-6));
     REQUIRE(block.lambda_max > 0);
   }
-  REQUIRE(experiments::adam_threshold(0.9) == Approx(38.0));
-  REQUIRE_THROWS_WITH(experiments::scope_preconditioned_lambda_max(loss, all, {}, scopes[0], o),
+  REQUIRE(analysis::adam_threshold(0.9) == Approx(38.0));
+  REQUIRE_THROWS_WITH(analysis::scope_preconditioned_lambda_max(loss, all, {}, scopes[0], o),
                       Catch::Contains("0 preconditioner arrays for"));
 }
 
@@ -137,8 +138,8 @@ TEST_CASE("sharpness --dump: lambda_max.npy is the top eigenvalue of H of the du
   o.tolerance = 1e-5;
   o.max_iterations = 300;
   o.seed = 7;
-  const CurvatureResult again = hessian_lambda_max(experiments::batch_loss(model, batch),
-                                                   experiments::parameter_handles(model), o);
+  const CurvatureResult again = hessian_lambda_max(analysis::batch_loss(model, batch),
+                                                   analysis::parameter_handles(model), o);
   INFO("dumped " << dumped(0) << ", recomputed " << again.lambda_max << " in " << again.iterations
                   << " products, residual / lambda " << again.residual / again.lambda_max);
   REQUIRE(again.converged);

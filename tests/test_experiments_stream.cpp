@@ -12,7 +12,7 @@
 
 using namespace gs;
 using namespace gs::nn;
-using namespace gs::experiments;
+using namespace gs::analysis;
 
 namespace {
 

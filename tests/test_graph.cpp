@@ -19,6 +19,7 @@
 
 using namespace gs;
 using namespace gs::nn;
+using namespace gs::analysis;
 
 namespace {
 
@@ -176,8 +177,8 @@ TEST_CASE("edge roles: a residual connection marked on the tape splits the fork'
   const Array dy = 2.0 * y.value();                                          // dL/dy
   REQUIRE(xt::all(xt::equal(parts.skip, dy)));                                   // the identity hands it back
   const Array t = xt::tanh(x.value());
-  REQUIRE(experiments::max_abs_diff(parts.branch, Array(dy * 3.0 * (1.0 - t * t))) <= 1e-14);  // d/dx [w tanh(x)]
-  REQUIRE(experiments::max_abs_diff(Array(parts.skip + parts.branch), x.grad()) <= 1e-15);
+  REQUIRE(analysis::max_abs_diff(parts.branch, Array(dy * 3.0 * (1.0 - t * t))) <= 1e-14);  // d/dx [w tanh(x)]
+  REQUIRE(analysis::max_abs_diff(Array(parts.skip + parts.branch), x.grad()) <= 1e-15);
   // The roles change nothing in the backward pass: the same graph unmarked gives the same bits.
   Tape plain;
   Var x2 = plain.leaf(Array{0.5, -1.0, 2.0});
@@ -218,11 +219,11 @@ TEST_CASE("to_dot: one cluster per block with nested sublayers, edges labelled w
     std::size_t branch_edges = 0;
     for (const auto& [key, label] : edges(dot)) branch_edges += label.rfind("branch ", 0) == 0;
     REQUIRE(branch_edges >= 2 * config.layers);
-    const std::vector<experiments::StreamPosition> positions = experiments::stream_positions(model);
+    const std::vector<analysis::StreamPosition> positions = analysis::stream_positions(model);
     for (std::size_t k = 0; k + 1 < positions.size(); ++k) {
       INFO(positions[k].name);
       const Var& s = positions[k].value;
-      const experiments::PathSplit split = experiments::split_gradient(s);
+      const analysis::PathSplit split = analysis::split_gradient(s);
       REQUIRE(dot.find("|g| " + num(norm(s.grad())) + "\\nskip " + num(norm(split.skip)) + " | branch " +
                        num(norm(split.branch)) + "\"") != std::string::npos);
       // The one op that reads s along the skip path: the add, or deepnorm's alpha * s.

@@ -10,6 +10,8 @@
 #include "analysis/eigen.hpp"
 
 namespace gs::experiments {
+
+using namespace gs::analysis;
 namespace {
 
 // ---- reporting ----

@@ -24,7 +24,7 @@ struct SharpnessOptions {
   std::size_t every = 30;  // 5 measurements of 120 steps: the budget of a few minutes on 2 cores
   std::size_t eval_batches = 10;
   double margin = 0.05;
-  LanczosOptions lanczos{1, 20, 1e-3, 1};
+  analysis::LanczosOptions lanczos{1, 20, 1e-3, 1};
   std::size_t markov_order = 2;
   double markov_concentration = 0.05;
 };
@@ -38,7 +38,7 @@ inline std::vector<std::size_t> measured_steps(const SharpnessOptions& go) {  //
 // "lr", "loss", per scope j "H<j>", "P<j>", "H<j>.res", "P<j>.res", and "final_loss", "blew_up",
 // "verdict" (experiments/sharpness.cpp).
 void report_sharpness(const Results& results, const std::vector<std::string>& placements, const SharpnessOptions& go,
-                      const std::vector<CurvatureScope>& scopes, const std::vector<unsigned>& seeds,
+                      const std::vector<analysis::CurvatureScope>& scopes, const std::vector<unsigned>& seeds,
                       const std::filesystem::path& dir);
 
 }  // namespace gs::experiments

@@ -13,6 +13,8 @@
 
 namespace gs::experiments {
 
+using namespace gs::analysis;
+
 std::mt19937_64 rng_for(unsigned seed, std::size_t step, RngPurpose purpose) {
   std::seed_seq seq{seed, static_cast<unsigned>(step), static_cast<unsigned>(step >> 32), static_cast<unsigned>(purpose)};
   return std::mt19937_64(seq);

@@ -7,6 +7,7 @@
 #include "nn/transformer_lm.hpp"
 
 using namespace gs;
+using namespace gs::analysis;
 
 namespace {
 

@@ -20,8 +20,8 @@ namespace gs::coursework {
 // H v for the loss `loss` (it builds the loss on Tape::current() from the parameters' current values)
 // w.r.t. `parameters`, with v one array per parameter, in its shape; the result likewise. Uses the step
 // h above. Leaves every parameter's value as it found it, bit for bit (its grad() may change).
-// Do not use gs::hvp or gs::HessianVectorProduct: this exercise is writing them.
-std::vector<Array> hessian_vector_product(const LossFunction& loss, std::vector<Parameter> parameters,
+// Do not use gs::analysis::hvp or gs::analysis::hvp_step: this exercise is writing them.
+std::vector<Array> hessian_vector_product(const analysis::LossFunction& loss, std::vector<Parameter> parameters,
                                           const std::vector<Array>& v);
 
 }  // namespace gs::coursework

@@ -9,7 +9,7 @@
 
 namespace gs::coursework {
 
-std::vector<Array> hessian_vector_product(const LossFunction& loss, std::vector<Parameter> parameters,
+std::vector<Array> hessian_vector_product(const analysis::LossFunction& loss, std::vector<Parameter> parameters,
                                           const std::vector<Array>& v) {
   double theta2 = 0.0, v2 = 0.0;
   for (const Parameter& p : parameters) theta2 += xt::sum(p.value() * p.value())();

@@ -4,7 +4,7 @@
 
 namespace gs::coursework {
 
-std::vector<Array> hessian_vector_product(const LossFunction& loss, std::vector<Parameter> parameters,
+std::vector<Array> hessian_vector_product(const analysis::LossFunction& loss, std::vector<Parameter> parameters,
                                           const std::vector<Array>& v) {
   // 1. h from |theta| and |v|.  2. Save every p.value().  3. Set p.value() = saved + h v, then the
   // gradient: Tape::current().reset(), p.zero_grad() for each p, loss().backward(), read p.grad().

@@ -14,6 +14,7 @@
 #include "analysis/eigen.hpp"
 
 using namespace gs;
+using namespace gs::analysis;
 
 namespace {
 

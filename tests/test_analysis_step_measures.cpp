@@ -9,7 +9,7 @@
 #include "analysis/step_measures.hpp"
 
 using namespace gs;
-using namespace gs::experiments;
+using namespace gs::analysis;
 
 namespace {
 

@@ -12,6 +12,7 @@
 #include "analysis/hvp.hpp"
 
 using namespace gs;
+using namespace gs::analysis;
 
 namespace {
 
