@@ -8,24 +8,10 @@
 
 namespace gs::analysis {
 
-// The LNs whose input is the residual stream (see the header), after a forward pass.
-std::vector<LnSite> ln_sites(const nn::TransformerLM& model) {
-  std::vector<LnSite> sites;
-  for (const auto& block : model.blocks) {
-    if (!block->ln1) continue;  // norm none: no norm reads the stream (rezero)
-    if (block->placement == nn::Placement::out) continue;  // its norms read the sublayers' outputs
-    const nn::BlockTrace& t = block->last;
-    std::string b = "b";  // (s += ..., not "b" + ...: GCC 12 warns falsely, -Wrestrict)
-    b += std::to_string(block->index);
-    if (block->placement == nn::Placement::post || block->placement == nn::Placement::b2t) {  // LN after the add
-      sites.push_back({b + ".ln1", t.attn_sum, t.mid});
-      sites.push_back({b + ".ln2", t.mlp_sum, t.out});
-    } else {  // pre and peri (a mixln block is post or pre): the LN in front of the sublayer reads the stream
-      sites.push_back({b + ".ln1", t.input, t.attn_in});
-      sites.push_back({b + ".ln2", t.mid, t.mlp_in});
-    }
-  }
-  if (model.has_final_norm()) sites.push_back({"ln_f", model.blocks.back()->last.out, model.last.final_norm});
+std::vector<nn::NormSite> stream_norm_sites(const nn::TransformerLM& model) {
+  std::vector<nn::NormSite> sites;
+  for (const nn::NormSite& s : model.norm_sites())
+    if (s.on_stream) sites.push_back(s);
   return sites;
 }
 
@@ -171,22 +157,27 @@ Array probe_logits(nn::TransformerLM& model, const nn::Batch& probe) {
   return logits;
 }
 
-// |dL/dx| of the part of x's gradient that came back through the LN alone: in pre and peri the
-// stream x also gets gradient through the skip path, which is not the LN's doing. Needs the tape's
-// keep_contributions (the fused LN is one tape entry, so its output's index is the sender).
-double through_ln(const LnSite& s) {
-  double sq = 0.0;
-  for (const ContributionInfo& c : contributions(s.in))
-    if (c.from == s.out.index()) sq += c.norm * c.norm;
-  return std::sqrt(sq);
+// |dL/dx| of the part of x's gradient that came back through the norm alone: in pre and peri the
+// stream x also gets gradient through the skip path, which is not the norm's doing. The norm's
+// entries carry its name as their scope (a fused norm is one entry, a composite one several), so
+// that part is the sum of what the entries of that scope sent into x. Needs keep_contributions.
+double through_norm(const nn::NormSite& s) {
+  Array sum;
+  bool any = false;
+  for (const ContributionInfo& c : contributions(s.in)) {
+    if (c.scope != s.name && c.scope.rfind(s.name + ".", 0) != 0) continue;
+    sum = any ? Array(sum + c.grad) : c.grad;
+    any = true;
+  }
+  return any ? norm(sum) : 0.0;
 }
 
 // What the forward and backward pass of this step left on the tape.
 void read_tape(const nn::TransformerLM& model, StepRecord& r) {
   r.layer_grad = layer_grad_norms(model);
-  for (const LnSite& s : ln_sites(model)) {
+  for (const nn::NormSite& s : stream_norm_sites(model)) {
     r.ln_rms.push_back(rms(s.in.value()));
-    r.ln_gain.push_back(through_ln(s) / norm(s.out.grad()));
+    r.ln_gain.push_back(through_norm(s) / norm(s.out.grad()));
   }
   r.att_entropy = attention_entropy(model);
   r.att_logit_max = attention_logit_max(model);

@@ -57,7 +57,7 @@ void print_lambda(const char* what, const CurvatureResult& r, const CurvatureRes
               std::abs(r.lambda_max - reference.lambda_max) / std::abs(reference.lambda_max));
 }
 
-void run(const std::string& placement, const nn::Batch& batch, int reps, double tolerance, int adam_steps) {
+nn::TransformerLM warmup_grid_model(const std::string& placement) {
   nn::ModelConfig config;
   config.vocab = 16;
   config.context = 16;
@@ -65,16 +65,11 @@ void run(const std::string& placement, const nn::Batch& batch, int reps, double 
   config.heads = 2;
   config.layers = 6;
   nn::apply_placement(config, placement);
-  nn::TransformerLM model(config);
-  const std::vector<Parameter> params = analysis::parameter_handles(model);
-  const LossFunction loss = analysis::batch_loss(model, batch);
-  HessianVectorProduct H(loss, params);
-  std::printf("%s-LN: %zu parameters, loss at init %.6f\n", placement.c_str(), H.size(), [&] {
-    double L = 0.0;
-    H.gradient(&L);
-    return L;
-  }());
+  return nn::TransformerLM(config);
+}
 
+// The cost: one gradient against one hvp (two gradients, one each side of theta along v).
+void time_gradient_and_hvp(HessianVectorProduct& H, const std::vector<Parameter>& params, int reps) {
   std::vector<double> gradient_times, hvp_times;
   const std::vector<Array> v = analysis::random_direction(params, 1);
   for (int r = 0; r < reps; ++r) {
@@ -88,8 +83,12 @@ void run(const std::string& placement, const nn::Batch& batch, int reps, double 
   std::printf("  one gradient                       %8.2f ms   (median of %d)\n", 1e3 * median(gradient_times), reps);
   std::printf("  one hvp (two gradients)            %8.2f ms   ratio hvp / gradient %.2fx\n", 1e3 * median(hvp_times),
               median(hvp_times) / median(gradient_times));
+}
 
-  // Accuracy: H v at the automatic h against h / 2 and 4h, and the symmetry of u.Hv.
+// Accuracy: H v at the automatic h against h / 2 and 4h (the central difference's truncation and
+// rounding errors), and the symmetry of u.Hv (H is symmetric, so u.Hv = v.Hu up to those errors).
+void check_hvp_accuracy(HessianVectorProduct& H, const LossFunction& loss, const std::vector<Parameter>& params) {
+  const std::vector<Array> v = analysis::random_direction(params, 1);
   const Array hv = join_flat(H(v));
   const double h = H.last_step();
   auto at_step = [&](double step) {
@@ -108,14 +107,47 @@ void run(const std::string& placement, const nn::Batch& batch, int reps, double 
   }());
   std::printf("  |Hv(h) - Hv(h/2)| / |Hv| %.1e   |Hv(h) - Hv(4h)| / |Hv| %.1e   |u.Hv - v.Hu| / |u.Hv| %.1e\n",
               length_of(hv - half) / length_of(hv), length_of(hv - four) / length_of(hv), std::abs(uHv - vHu) / std::abs(uHv));
+}
 
+// Adam's preconditioner after `steps` steps on this batch (the warmup grid's Adam settings): the P
+// of its last step, lr m_hat / P (nn::Adam::preconditioner).
+std::vector<Array> adam_preconditioner(nn::TransformerLM& model, const nn::Batch& batch, int steps) {
+  nn::AdamOptions ao;
+  ao.beta2 = 0.98;
+  nn::Adam adam(model.named_parameters(), ao);
+  Tape tape;
+  TapeScope scope(tape);
+  for (int s = 0; s < steps; ++s) {
+    tape.reset();
+    model.loss(batch.inputs, batch.targets).backward();
+    adam.step(1e-3);
+    adam.zero_grad();
+  }
+  return adam.preconditioner();
+}
+
+void run(const std::string& placement, const nn::Batch& batch, int reps, double tolerance, int adam_steps) {
+  nn::TransformerLM model = warmup_grid_model(placement);
+  const std::vector<Parameter> params = analysis::parameter_handles(model);
+  const LossFunction loss = analysis::batch_loss(model, batch);
+  HessianVectorProduct H(loss, params);
+  std::printf("%s-LN: %zu parameters, loss at init %.6f\n", placement.c_str(), H.size(), [&] {
+    double L = 0.0;
+    H.gradient(&L);
+    return L;
+  }());
+  time_gradient_and_hvp(H, params, reps);
+  check_hvp_accuracy(H, loss, params);
+
+  // lambda_max at the given tolerance, against a tight run from another start vector: a second
+  // opinion, not the same Krylov space run longer.
   LanczosOptions o;
   o.tolerance = tolerance;
   o.max_iterations = 100;
   LanczosOptions tight = o;
   tight.tolerance = 1e-6;
   tight.max_iterations = 300;
-  tight.seed = 2;  // another start vector: a second opinion, not the same Krylov space run longer
+  tight.seed = 2;
   const CurvatureResult plain = hessian_lambda_max(loss, params, o);
   const CurvatureResult plain_ref = hessian_lambda_max(loss, params, tight);
   char label[64];
@@ -124,21 +156,9 @@ void run(const std::string& placement, const nn::Batch& batch, int reps, double 
   std::printf("  %-34s %11.6g  %3zu iterations  %6.2f s\n", "lambda_max(H), 1e-6, other start", plain_ref.lambda_max,
               plain_ref.iterations, plain_ref.seconds);
 
-  // Adam's preconditioner after a few steps on this batch (the warmup grid's Adam settings).
-  nn::AdamOptions ao;
-  ao.beta2 = 0.98;
-  nn::Adam adam(model.named_parameters(), ao);
-  {
-    Tape tape;
-    TapeScope scope(tape);
-    for (int s = 0; s < adam_steps; ++s) {
-      tape.reset();
-      model.loss(batch.inputs, batch.targets).backward();
-      adam.step(1e-3);
-      adam.zero_grad();
-    }
-  }
-  const std::vector<Array> P = adam.preconditioner();
+  // The same after a few Adam steps, and the preconditioned lambda_max(P^-1/2 H P^-1/2) that Adam's
+  // stability threshold is about.
+  const std::vector<Array> P = adam_preconditioner(model, batch, adam_steps);
   const CurvatureResult pre = preconditioned_lambda_max(loss, params, P, o);
   const CurvatureResult pre_ref = preconditioned_lambda_max(loss, params, P, tight);
   const CurvatureResult after = hessian_lambda_max(loss, params, o);

@@ -35,60 +35,60 @@ double cpu_now() {
 }
 double seconds_since(double t0) { return cpu_now() - t0; }
 
-void run(int chain, int reps) {
-  // The chain alternates y = tanh(y * c + c): three ops per link, each on a 1-element array.
-  const int links = chain / 3;
-  const int ops = 3 * links;
-  experiments::check_bytes(bytes_per_op * ops, "a tape of " + std::to_string(ops) + " ops and their plain copies",
-                           "--chain " + std::to_string(chain));
-
-  Tape tape;
-  TapeScope scope(tape);
+// The CPU times of each repetition.
+struct Timings {
   std::vector<double> fwd, bwd, plain, plain_bwd;
-  double sink = 0.0;
-  for (int r = 0; r < reps; ++r) {
-    tape.reset();
-    double t0 = cpu_now();
-    Var c = tape.constant(Array{0.5});
-    Var y = tape.leaf(Array{0.1});
-    Var x = y;
-    for (int i = 0; i < links; ++i) y = tanh(y * c + c);
-    fwd.push_back(seconds_since(t0));
+};
 
-    t0 = cpu_now();
-    y.backward(Array{1.0});
-    bwd.push_back(seconds_since(t0));
-    sink += x.grad()(0);
+// The chain on the tape: y = tanh(y * c + c), `links` times, then backward from y. Returns x's
+// gradient (a checksum, so that no work is optimized away).
+double tape_chain(Tape& tape, int links, Timings& t) {
+  tape.reset();
+  double t0 = cpu_now();
+  Var c = tape.constant(Array{0.5});
+  Var y = tape.leaf(Array{0.1});
+  Var x = y;
+  for (int i = 0; i < links; ++i) y = tanh(y * c + c);
+  t.fwd.push_back(seconds_since(t0));
 
-    // The same arithmetic with the same array type and no tape: the floor for this work.
-    t0 = cpu_now();
-    Array v = Array{0.1}, k = Array{0.5};
-    std::vector<Array> kept;  // the values a backward pass would need, kept as the tape keeps them
-    kept.reserve(static_cast<std::size_t>(ops));
-    for (int i = 0; i < links; ++i) {
-      kept.push_back(v * k);
-      kept.push_back(kept.back() + k);
-      kept.push_back(xt::tanh(kept.back()));
-      v = kept.back();
-    }
-    plain.push_back(seconds_since(t0));
-    sink += v(0);
+  t0 = cpu_now();
+  y.backward(Array{1.0});
+  t.bwd.push_back(seconds_since(t0));
+  return x.grad()(0);
+}
 
-    // And the backward arithmetic the ops' backward functions do, by hand, from the last link down:
-    // tanh sends g * (1 - y^2), add passes g on (a copy, as its backward returns), mul sends g * c.
-    t0 = cpu_now();
-    Array g = Array{1.0};
-    for (int i = links - 1; i >= 0; --i) {
-      const Array& y_tanh = kept[static_cast<std::size_t>(3 * i + 2)];
-      Array g_add = g * (1.0 - y_tanh * y_tanh);
-      Array g_mul = g_add;
-      g = g_mul * k;
-    }
-    plain_bwd.push_back(seconds_since(t0));
-    sink += g(0);
+// The same arithmetic with the same array type and no tape: the floor for this work. Forward keeps
+// the values a backward pass would need, as the tape keeps them; then the backward arithmetic the
+// ops' backward functions do, by hand, from the last link down: tanh sends g * (1 - y^2), add passes
+// g on (a copy, as its backward returns), mul sends g * c. Returns a checksum.
+double plain_chain(int links, Timings& t) {
+  double t0 = cpu_now();
+  Array v = Array{0.1}, k = Array{0.5};
+  std::vector<Array> kept;
+  kept.reserve(static_cast<std::size_t>(3 * links));
+  for (int i = 0; i < links; ++i) {
+    kept.push_back(v * k);
+    kept.push_back(kept.back() + k);
+    kept.push_back(xt::tanh(kept.back()));
+    v = kept.back();
   }
-  const double f = median(fwd) / ops * 1e9, b = median(bwd) / ops * 1e9, p = median(plain) / ops * 1e9;
-  const double pb = median(plain_bwd) / ops * 1e9;
+  t.plain.push_back(seconds_since(t0));
+
+  t0 = cpu_now();
+  Array g = Array{1.0};
+  for (int i = links - 1; i >= 0; --i) {
+    const Array& y_tanh = kept[static_cast<std::size_t>(3 * i + 2)];
+    Array g_add = g * (1.0 - y_tanh * y_tanh);
+    Array g_mul = g_add;
+    g = g_mul * k;
+  }
+  t.plain_bwd.push_back(seconds_since(t0));
+  return v(0) + g(0);
+}
+
+void report(const Timings& t, int ops, int reps, double sink) {
+  const double f = median(t.fwd) / ops * 1e9, b = median(t.bwd) / ops * 1e9, p = median(t.plain) / ops * 1e9;
+  const double pb = median(t.plain_bwd) / ops * 1e9;
   std::printf("engine overhead: a chain of %d ops on 1-element arrays, median of %d runs, CPU time\n", ops, reps);
   std::printf("  forward  (tape)      %8.1f ns/op\n", f);
   std::printf("  backward (tape)      %8.1f ns/op\n", b);
@@ -100,6 +100,23 @@ void run(int chain, int reps) {
   std::printf("  ratio forward / plain          %6.2fx\n", f / p);
   std::printf("  ratio (forward+backward) / plain %4.2fx\n", (f + b) / p);
   std::printf("(checksum %g)\n", sink);
+}
+
+void run(int chain, int reps) {
+  // The chain alternates y = tanh(y * c + c): three ops per link, each on a 1-element array.
+  const int links = chain / 3;
+  const int ops = 3 * links;
+  experiments::check_bytes(bytes_per_op * ops, "a tape of " + std::to_string(ops) + " ops and their plain copies",
+                           "--chain " + std::to_string(chain));
+  Tape tape;
+  TapeScope scope(tape);
+  Timings t;
+  double sink = 0.0;
+  for (int r = 0; r < reps; ++r) {
+    sink += tape_chain(tape, links, t);
+    sink += plain_chain(links, t);
+  }
+  report(t, ops, reps, sink);
 }
 
 }  // namespace

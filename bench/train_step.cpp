@@ -157,7 +157,22 @@ IndexArray random_ids(std::size_t batch, std::size_t seq, std::size_t vocab, std
 
 double megabytes(double bytes) { return bytes / (1024.0 * 1024.0); }
 
-void run(const Size& s, int reps) {
+// A pre-LN model of size s, its AdamW optimizer and one fixed random batch, on a tape of its own.
+struct Trainer {
+  explicit Trainer(const Size& s);
+  // One step: forward, backward, AdamW update. `log`, when given, receives every gemm's shape and
+  // time; `measure` keeps the size of the tape's values after the forward pass.
+  void step(std::vector<GemmShape>* log, bool measure = false);
+
+  nn::TransformerLM model;
+  nn::Adam optimizer;
+  IndexArray ids, targets;
+  Tape tape;
+  std::size_t entries = 0;   // tape entries after the forward pass of the measured step
+  double tape_values = 0.0;  // bytes of every entry's value then
+};
+
+nn::ModelConfig config_of(const Size& s) {
   nn::ModelConfig config;
   config.vocab = s.vocab;
   config.context = s.seq;
@@ -165,88 +180,104 @@ void run(const Size& s, int reps) {
   config.heads = s.heads;
   config.layers = s.layers;
   config.placement = nn::Placement::pre;
-  nn::TransformerLM model(config);
-  nn::Adam optimizer(model.named_parameters(), nn::adamw_options());
+  return config;
+}
+
+Trainer::Trainer(const Size& s) : model(config_of(s)), optimizer(model.named_parameters(), nn::adamw_options()) {
   std::mt19937_64 rng(1);
-  const IndexArray ids = random_ids(s.batch, s.seq, s.vocab, rng);
-  const IndexArray targets = random_ids(s.batch, s.seq, s.vocab, rng);
+  ids = random_ids(s.batch, s.seq, s.vocab, rng);
+  targets = random_ids(s.batch, s.seq, s.vocab, rng);
+}
 
-  Tape tape;
-  TapeScope scope(tape);
-  std::vector<GemmShape> gemms;
-  double tape_values = 0.0;  // bytes of every entry's value after the forward pass
-  std::size_t entries = 0;
-  std::vector<GemmShape> timed;  // the gemms of one step, each with its time
-  // One step; `log`, when given, receives every gemm's shape and time. The log reads the clock twice
-  // per gemm (about half a microsecond each), so the step that is timed as a whole runs without it.
-  auto step = [&](std::vector<GemmShape>* log) {
-    tape.reset();
-    if (log) log->clear();
-    set_gemm_log(log);
-    Var loss = model.loss(ids, targets);
-    if (log == &gemms) {
-      entries = tape.size();
-      for (std::size_t i = 0; i < entries; ++i)
-        tape_values += static_cast<double>(tape.entry(static_cast<int>(i)).value.size() * sizeof(double));
-    }
-    loss.backward();
-    set_gemm_log(nullptr);
-    optimizer.step(1e-4);
-    optimizer.zero_grad();
-  };
-  // The first step: the log of its matrix products, and its peak memory. Nothing of a step is
-  // allocated before it (the tape is empty; AdamW's moments exist from the optimizer's constructor).
-  const long long before = heap::live.load();
-  heap::peak.store(before);
-  step(&gemms);
-  const double peak = static_cast<double>(heap::peak.load());
-  const double params = static_cast<double>(model.parameter_count() * sizeof(double));
-  const double needed = tape_values + 4.0 * params;  // + parameters, gradients, AdamW m and v
+void Trainer::step(std::vector<GemmShape>* log, bool measure) {
+  tape.reset();
+  if (log) log->clear();
+  set_gemm_log(log);
+  Var loss = model.loss(ids, targets);
+  if (measure) {
+    entries = tape.size();
+    for (std::size_t i = 0; i < entries; ++i)
+      tape_values += static_cast<double>(tape.entry(static_cast<int>(i)).value.size() * sizeof(double));
+  }
+  loss.backward();
+  set_gemm_log(nullptr);
+  optimizer.step(1e-4);
+  optimizer.zero_grad();
+}
 
-  // Buffers big enough for the largest product, filled with numbers (not zeros or NaNs).
+// Per repetition: the step as a whole (unlogged: the log reads the clock twice per gemm, about half a
+// microsecond each), the time inside dgemm of the same step run again logged, and the GEMM floor:
+// the step's products through cblas_dgemm alone, on buffers big enough for the largest, filled with
+// numbers (not zeros or NaNs).
+struct Timing {
+  std::vector<double> step, in_gemm, floor;
+};
+
+Timing time_steps(Trainer& t, const std::vector<GemmShape>& gemms, int reps) {
   std::size_t most = 1;
   for (const GemmShape& g : gemms)
     most = std::max({most, std::size_t(g.n) * g.k, std::size_t(g.k) * g.m, std::size_t(g.n) * g.m});
   std::vector<double> a(most, 0.5), b(most, 0.25), c(most, 0.0);
-  double flops = 0.0;
-  for (const GemmShape& g : gemms) flops += 2.0 * g.n * g.m * g.k;
-
-  std::vector<double> step_times, floor_times, in_gemm_times;
+  std::vector<GemmShape> timed;  // the gemms of one step, each with its time
+  Timing out;
   for (int r = 0; r < reps; ++r) {
     double t0 = cpu_now();
-    step(nullptr);
-    step_times.push_back(cpu_now() - t0);
-    step(&timed);  // the same step again, logged: how much of it is spent inside dgemm
+    t.step(nullptr);
+    out.step.push_back(cpu_now() - t0);
+    t.step(&timed);
     double in_gemm = 0.0;
     for (const GemmShape& g : timed) in_gemm += g.seconds;
-    in_gemm_times.push_back(in_gemm);
+    out.in_gemm.push_back(in_gemm);
 
     t0 = cpu_now();
     for (const GemmShape& g : gemms)
       cblas_dgemm(CblasRowMajor, g.transpose_a ? CblasTrans : CblasNoTrans, g.transpose_b ? CblasTrans : CblasNoTrans,
                   g.n, g.m, g.k, 1.0, a.data(), g.transpose_a ? g.n : g.k, b.data(), g.transpose_b ? g.k : g.m, 0.0,
                   c.data(), g.m);
-    floor_times.push_back(cpu_now() - t0);
+    out.floor.push_back(cpu_now() - t0);
   }
-  const double step_ms = median(step_times) * 1e3, floor_ms = median(floor_times) * 1e3;
+  return out;
+}
+
+// `peak`: the heap in use at its highest during the first step.
+void report(const Size& s, const Trainer& t, const std::vector<GemmShape>& gemms, const Timing& times, double peak,
+            int reps) {
+  double flops = 0.0;
+  for (const GemmShape& g : gemms) flops += 2.0 * g.n * g.m * g.k;
+  const double step_ms = median(times.step) * 1e3, floor_ms = median(times.floor) * 1e3;
   std::printf("B=%zu T=%zu d=%zu H=%zu L=%zu V=%zu (pre-LN, %zu parameters)\n", s.batch, s.seq, s.d_model, s.heads,
-              s.layers, s.vocab, model.parameter_count());
+              s.layers, s.vocab, t.model.parameter_count());
   std::printf("  training step (forward + backward + AdamW)  %8.2f ms   median of %d, CPU time\n", step_ms, reps);
   std::printf("    of which inside dgemm (a logged re-run)   %8.2f ms   (the rest: %.2f ms)\n",
-              median(in_gemm_times) * 1e3, step_ms - median(in_gemm_times) * 1e3);
+              median(times.in_gemm) * 1e3, step_ms - median(times.in_gemm) * 1e3);
   std::printf("  GEMM floor (%zu dgemm calls, %.1f MFLOP)      %8.2f ms   (%.2f GFLOP/s)\n", gemms.size(),
               flops / 1e6, floor_ms, flops / (floor_ms * 1e-3) / 1e9);
   std::printf("  ratio step / floor                          %8.2fx   (target: 1.3x or less)\n", step_ms / floor_ms);
   if (GS_COUNT_MALLOC) {
+    const double params = static_cast<double>(t.model.parameter_count() * sizeof(double));
+    const double needed = t.tape_values + 4.0 * params;  // + parameters, gradients, AdamW m and v
     std::printf("  peak heap in use during the first step      %8.2f MB\n", megabytes(peak));
-    std::printf("  values on the tape after forward (%zu entries) %6.2f MB\n", entries, megabytes(tape_values));
+    std::printf("  values on the tape after forward (%zu entries) %6.2f MB\n", t.entries, megabytes(t.tape_values));
     std::printf("   + parameters, gradients, AdamW m and v    %8.2f MB   (4 x %zu doubles)\n", megabytes(4.0 * params),
-                model.parameter_count());
+                t.model.parameter_count());
     std::printf("  ratio peak / (values + parameter state)     %8.2fx   (target: under 2)\n", peak / needed);
   } else {
     std::printf("  peak memory: not counted under the sanitizers\n");
   }
   std::printf("\n");
+}
+
+void run(const Size& s, int reps) {
+  Trainer t(s);
+  TapeScope scope(t.tape);
+  // The first step: the log of its matrix products, and its peak memory. Nothing of a step is
+  // allocated before it (the tape is empty; AdamW's moments exist from the optimizer's constructor).
+  std::vector<GemmShape> gemms;
+  const long long before = heap::live.load();
+  heap::peak.store(before);
+  t.step(&gemms, true);
+  const double peak = static_cast<double>(heap::peak.load());
+  report(s, t, gemms, time_steps(t, gemms, reps), peak, reps);
 }
 
 }  // namespace

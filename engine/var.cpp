@@ -57,7 +57,7 @@ const char* to_string(EdgeRole role) {
   switch (role) {
     case EdgeRole::none: return "none";
     case EdgeRole::skip: return "skip";
-    case EdgeRole::branch: return "branch";
+    case EdgeRole::branch_out: return "branch-out";
   }
   return "?";
 }

@@ -118,7 +118,7 @@ Record run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, con
   std::size_t step = 0;
   for (; step < o.steps; ++step) {
     const bool measured = step + o.window >= o.steps;
-    tape.keep_contributions = measured;  // for the LN gain (through_ln)
+    tape.keep_contributions = measured;  // for the norm gain (through_norm)
     const double loss = forward_backward(model, training_batch(corpus.data, m.batch, m.seq, m.seed, step));
     r.push("losses", loss);
     if (!std::isfinite(loss)) break;

@@ -141,7 +141,7 @@ Record run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const D
   const nn::Schedule schedule = o.opt.with_hold({nn::ScheduleKind::warmup, o.lr, warmup, o.steps, 0.1});
   std::mt19937_64 probe_rng = rng_for(m.seed, 0, RngPurpose::probe);
   const nn::Batch probe = corpus.data.batch(nn::Split::validation, m.batch, m.seq, probe_rng);
-  Tape::current().keep_contributions = true;  // for through_ln (this thread's tape)
+  Tape::current().keep_contributions = true;  // for through_norm (this thread's tape)
   Array before = probe_logits(model, probe);
   std::vector<StepRecord> steps;
   for (std::size_t step = 0; step < o.steps; ++step) {
@@ -395,7 +395,7 @@ std::vector<std::string> ln_names_of(const ModelOptions& mo, const std::string& 
   Tape::current().reset();
   model.logits(ids);
   std::vector<std::string> names;
-  for (const LnSite& s : ln_sites(model)) names.push_back(s.name);
+  for (const nn::NormSite& s : stream_norm_sites(model)) names.push_back(s.name);
   Tape::current().reset();
   return names;
 }

@@ -105,6 +105,144 @@ void write_scope(std::string& out, const std::map<std::string, ScopeTree>& tree,
   }
 }
 
+bool visible(const Tape& tape, int i, const DotOptions& options) {
+  return options.show_constants || std::string(tape.entry(i).op) != "const";
+}
+
+// ---- the residual connections ----
+
+// Residual connections y = s + f(s), as the modules marked them (Var::mark_input). Skip edges run
+// from the stream position s along the skip path into the add; the branch_in edges from s into the
+// branch's first ops (ln1; or q, k, v); the branch_out edge brings f(s) into the add. At s the gradient
+// splits: the skip path sends back one part, the branch the rest.
+struct Residuals {
+  std::map<std::pair<int, int>, EdgePath> path;  // (from, to) -> the path of every edge that is not plain
+  std::map<int, std::string> split;              // s -> "skip |skip part| | branch |branch part|"
+  std::vector<bool> on_stream, fork;             // per entry
+};
+
+Residuals read_residuals(const Tape& tape) {
+  const int n = static_cast<int>(tape.size());
+  Residuals r;
+  r.on_stream.assign(static_cast<std::size_t>(n), false);
+  r.fork = r.on_stream;
+  const std::vector<std::vector<EdgePath>> paths = edge_paths(tape);
+  for (int j = 0; j < n; ++j) {
+    const Entry& e = tape.entry(j);
+    for (std::size_t k = 0; k < e.inputs.size(); ++k) {
+      const EdgePath p = paths[static_cast<std::size_t>(j)][k];
+      const auto from = static_cast<std::size_t>(e.inputs[k]);
+      if (p == EdgePath::plain) continue;
+      r.path[{e.inputs[k], j}] = p;
+      if (p == EdgePath::skip) r.on_stream[from] = r.on_stream[static_cast<std::size_t>(j)] = true;
+      if (p == EdgePath::branch_in) r.fork[from] = true;
+    }
+  }
+  for (int s = 0; s < n; ++s) {
+    if (!r.fork[static_cast<std::size_t>(s)] || tape.entry(s).contributions.empty()) continue;
+    const SkipBranch parts = split_skip_branch(tape, s);
+    r.split[s] = "skip " + num(norm(parts.skip)) + " | branch " + num(norm(parts.branch));
+  }
+  return r;
+}
+
+// ---- edges ----
+
+struct Edge {
+  int from, to;
+  std::size_t input;  // the input number of `from` at `to`
+  double norm;        // -1: none kept
+};
+
+// Every drawn edge with the norm of the gradient sent back along it, and the colour scale they span.
+std::vector<Edge> read_edges(const Tape& tape, const DotOptions& options, ColourScale& scale) {
+  std::vector<Edge> edges;
+  for (int j = 0; j < static_cast<int>(tape.size()); ++j) {
+    const Entry& e = tape.entry(j);
+    if (!visible(tape, j, options)) continue;
+    for (std::size_t k = 0; k < e.inputs.size(); ++k) {
+      if (!visible(tape, e.inputs[k], options)) continue;
+      edges.push_back({e.inputs[k], j, k, edge_norm(tape, j, k)});
+      scale.add(edges.back().norm);
+    }
+  }
+  return edges;
+}
+
+// One edge's line: coloured and labelled by its norm; skip bold, both ends of the branch dashed.
+std::string edge_line(const Edge& e, EdgePath p, const ColourScale& scale, const DotOptions& options) {
+  std::string attrs;
+  if (e.norm < 0.0) {
+    attrs = "color=\"#bbbbbb\"";
+  } else {
+    const std::string c = scale.colour(e.norm);
+    const std::string prefix = p == EdgePath::skip ? "skip " : p == EdgePath::branch_in ? "branch " : "";
+    attrs = "label=" + quoted(prefix + num(e.norm)) + ", color=" + quoted(c) + ", fontcolor=" + quoted(c);
+  }
+  if (p == EdgePath::skip) attrs += ", penwidth=3.5, weight=8";
+  if (p == EdgePath::branch_in || p == EdgePath::branch_out) attrs += ", penwidth=2, style=dashed";
+  if (options.svg_ids)
+    attrs += ", id=\"e" + std::to_string(e.to) + "_" + std::to_string(e.input) + "\", class=\"" + to_string(p) + "\"";
+  return "  n" + std::to_string(e.from) + " -> n" + std::to_string(e.to) + " [" + attrs + "];\n";
+}
+
+// ---- nodes ----
+
+// Entry i's line: index, op, label, shape, |g| and at a fork the split; styled by its kind.
+std::string node_line(const Tape& tape, int i, const Residuals& r, const DotOptions& options) {
+  const Entry& e = tape.entry(i);
+  const std::string op = e.op;
+  const bool stream = r.on_stream[static_cast<std::size_t>(i)];
+  std::string label = "#" + std::to_string(i) + " " + op;
+  if (!e.label.empty()) label += "\n" + e.label;
+  label += "\n" + shape_str(shape_of(e.value));
+  if (e.has_grad) label += "\n|g| " + num(norm(e.grad));
+  if (const auto it = r.split.find(i); it != r.split.end()) label += "\n" + it->second;
+  std::string style = op == "param"   ? "shape=box, style=filled, fillcolor=\"#dbe9f6\""
+                      : op == "leaf"  ? "shape=ellipse, style=filled, fillcolor=\"#eeeeee\""
+                      : op == "const" ? "shape=ellipse, style=dashed"
+                      : stream        ? "shape=box, style=\"rounded,filled\", fillcolor=\"#fff2b3\""
+                                      : "shape=box, style=rounded";
+  if (stream) style += ", group=stream";
+  if (options.svg_ids) style += ", id=\"n" + std::to_string(i) + "\"";
+  return "n" + std::to_string(i) + " [label=" + quoted(label) + ", " + style + "];\n";
+}
+
+// Registers entry i under its scope, and every enclosing scope under its parent.
+void add_to_tree(std::map<std::string, ScopeTree>& tree, int i, std::string scope) {
+  tree[scope].entries.push_back(i);
+  while (!scope.empty()) {
+    const std::string parent = parent_scope(scope);
+    std::vector<std::string>& siblings = tree[parent].children;
+    if (std::find(siblings.begin(), siblings.end(), scope) == siblings.end()) siblings.push_back(scope);
+    scope = parent;
+  }
+}
+
+// ---- the legend ----
+
+std::string legend(const ColourScale& scale) {
+  std::string rows = "<tr><td colspan=\"2\"><b>legend</b></td></tr>";
+  rows += "<tr><td colspan=\"2\" align=\"left\">arrows run forward (input to op); an arrow's number is the norm<br "
+          "align=\"left\"/>of the gradient that op sent back into that input</td></tr>";
+  if (scale.any)
+    for (double t : {0.0, 0.5, 1.0}) {
+      const double v = std::pow(10.0, scale.low() + t * (scale.hi - scale.low()));
+      rows += "<tr><td bgcolor=" + quoted(scale.colour(v)) + " width=\"30\"></td><td align=\"left\">|g| " +
+              (t == 0.0 && scale.lo < scale.low() ? "&lt;= " : "") + html(num(v)) + "</td></tr>";
+    }
+  rows += "<tr><td><b>&#8212;</b></td><td align=\"left\">bold: the skip (identity) path into a residual add"
+          "</td></tr>";
+  rows += "<tr><td>- -</td><td align=\"left\">dashed: the branch, from the stream into the sublayer and back "
+          "into the add</td></tr>";
+  rows += "<tr><td bgcolor=\"#fff2b3\"></td><td align=\"left\">the residual stream; \"skip a | branch b\": the "
+          "norms of the two parts of its gradient</td></tr>";
+  rows += "<tr><td bgcolor=\"#bbbbbb\"></td><td align=\"left\">grey: no gradient kept (keep_contributions off, or "
+          "none needed)</td></tr>";
+  return "  legend [shape=plaintext, label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"0\">" + rows +
+         "</table>>];\n";
+}
+
 }  // namespace
 
 std::string to_dot(const Tape& tape, const DotOptions& options) {
@@ -112,88 +250,18 @@ std::string to_dot(const Tape& tape, const DotOptions& options) {
   if (tape.size() > options.max_entries)
     throw Error("to_dot: the tape has " + std::to_string(n) + " entries, more than DotOptions::max_entries = " +
                 std::to_string(options.max_entries) + " (draw a smaller model)");
-  auto visible = [&](int i) { return options.show_constants || std::string(tape.entry(i).op) != "const"; };
-
-  // Residual connections y = s + f(s), as the modules marked them (Var::mark_input). Skip edges run
-  // from the stream position s along the skip path into the add; the branch edge brings f(s) into
-  // the add. At s the gradient splits: the skip path sends back one part, every other op that reads s
-  // (the branch's first ops: ln1; or q, k, v) the rest.
-  std::map<std::pair<int, int>, std::string> role;  // (from, to) -> "skip", "branch" or "into add"
-  std::map<int, std::string> split;                 // s -> "skip |skip part| | branch |branch part|"
-  std::vector<bool> on_stream(static_cast<std::size_t>(n), false), fork(on_stream);
-  const std::vector<std::vector<EdgePath>> paths = edge_paths(tape);
-  for (int j = 0; j < n; ++j) {
-    const Entry& e = tape.entry(j);
-    for (std::size_t k = 0; k < e.inputs.size(); ++k) {
-      const EdgePath p = paths[static_cast<std::size_t>(j)][k];
-      if (p == EdgePath::skip) {
-        role[{e.inputs[k], j}] = "skip";
-        on_stream[static_cast<std::size_t>(e.inputs[k])] = on_stream[static_cast<std::size_t>(j)] = true;
-      }
-      if (p == EdgePath::into_add) role[{e.inputs[k], j}] = "into add";
-      if (p == EdgePath::branch) {
-        role[{e.inputs[k], j}] = "branch";
-        fork[static_cast<std::size_t>(e.inputs[k])] = true;
-      }
-    }
-  }
-  for (int s = 0; s < n; ++s) {
-    if (!fork[static_cast<std::size_t>(s)]) continue;
-    if (!tape.entry(s).contributions.empty()) {
-      const SkipBranch parts = split_skip_branch(tape, s);
-      split[s] = "skip " + num(norm(parts.skip)) + " | branch " + num(norm(parts.branch));
-    }
-  }
-
-  // Edge norms, and the colour scale they span.
-  struct Edge {
-    int from, to;
-    std::size_t input;  // the input number of `from` at `to`
-    double norm;        // -1: none kept
-  };
-  std::vector<Edge> edges;
+  const Residuals residuals = read_residuals(tape);
   ColourScale scale;
-  for (int j = 0; j < n; ++j) {
-    const Entry& e = tape.entry(j);
-    if (!visible(j)) continue;
-    for (std::size_t k = 0; k < e.inputs.size(); ++k) {
-      if (!visible(e.inputs[k])) continue;
-      edges.push_back({e.inputs[k], j, k, edge_norm(tape, j, k)});
-      scale.add(edges.back().norm);
-    }
-  }
+  const std::vector<Edge> edges = read_edges(tape, options, scale);
 
   // Nodes, each one line, grouped by scope.
   std::vector<std::string> nodes(static_cast<std::size_t>(n));
   std::map<std::string, ScopeTree> tree;
   tree[""];
   for (int i = 0; i < n; ++i) {
-    if (!visible(i)) continue;
-    const Entry& e = tape.entry(i);
-    const std::string op = e.op;
-    std::string label = "#" + std::to_string(i) + " " + op;
-    if (!e.label.empty()) label += "\n" + e.label;
-    label += "\n" + shape_str(shape_of(e.value));
-    if (e.has_grad) label += "\n|g| " + num(norm(e.grad));
-    if (split.count(i)) label += "\n" + split[i];
-    std::string style = op == "param"   ? "shape=box, style=filled, fillcolor=\"#dbe9f6\""
-                        : op == "leaf"  ? "shape=ellipse, style=filled, fillcolor=\"#eeeeee\""
-                        : op == "const" ? "shape=ellipse, style=dashed"
-                        : on_stream[static_cast<std::size_t>(i)]
-                            ? "shape=box, style=\"rounded,filled\", fillcolor=\"#fff2b3\""
-                            : "shape=box, style=rounded";
-    if (on_stream[static_cast<std::size_t>(i)]) style += ", group=stream";
-    if (options.svg_ids) style += ", id=\"n" + std::to_string(i) + "\"";
-    nodes[static_cast<std::size_t>(i)] = "n" + std::to_string(i) + " [label=" + quoted(label) + ", " + style + "];\n";
-    // Register the scope and every enclosing scope, each under its parent.
-    std::string scope = e.scope;
-    tree[scope].entries.push_back(i);
-    while (!scope.empty()) {
-      const std::string parent = parent_scope(scope);
-      std::vector<std::string>& siblings = tree[parent].children;
-      if (std::find(siblings.begin(), siblings.end(), scope) == siblings.end()) siblings.push_back(scope);
-      scope = parent;
-    }
+    if (!visible(tape, i, options)) continue;
+    nodes[static_cast<std::size_t>(i)] = node_line(tape, i, residuals, options);
+    add_to_tree(tree, i, tape.entry(i).scope);
   }
 
   std::string out = "digraph tape {\n";
@@ -203,45 +271,10 @@ std::string to_dot(const Tape& tape, const DotOptions& options) {
   int cluster = 0;
   write_scope(out, tree, "", nodes, 0, cluster, options.svg_ids);
   for (const Edge& e : edges) {
-    const auto it = role.find({e.from, e.to});
-    const std::string r = it == role.end() ? "" : it->second;
-    std::string attrs;
-    if (e.norm < 0.0) {
-      attrs = "color=\"#bbbbbb\"";
-    } else {
-      const std::string c = scale.colour(e.norm);
-      const std::string prefix = r == "skip" || r == "branch" ? r + " " : "";
-      attrs = "label=" + quoted(prefix + num(e.norm)) + ", color=" + quoted(c) +
-              ", fontcolor=" + quoted(c);
-    }
-    if (r == "skip") attrs += ", penwidth=3.5, weight=8";
-    if (r == "branch" || r == "into add") attrs += ", penwidth=2, style=dashed";
-    if (options.svg_ids)
-      attrs += ", id=\"e" + std::to_string(e.to) + "_" + std::to_string(e.input) + "\", class=\"" +
-               (r.empty() ? std::string("plain") : r == "into add" ? std::string("into-add") : r) + "\"";
-    out += "  n" + std::to_string(e.from) + " -> n" + std::to_string(e.to) + " [" + attrs + "];\n";
+    const auto it = residuals.path.find({e.from, e.to});
+    out += edge_line(e, it == residuals.path.end() ? EdgePath::plain : it->second, scale, options);
   }
-  if (options.legend) {
-    std::string rows = "<tr><td colspan=\"2\"><b>legend</b></td></tr>";
-    rows += "<tr><td colspan=\"2\" align=\"left\">arrows run forward (input to op); an arrow's number is the norm<br "
-            "align=\"left\"/>of the gradient that op sent back into that input</td></tr>";
-    if (scale.any)
-      for (double t : {0.0, 0.5, 1.0}) {
-        const double v = std::pow(10.0, scale.low() + t * (scale.hi - scale.low()));
-        rows += "<tr><td bgcolor=" + quoted(scale.colour(v)) + " width=\"30\"></td><td align=\"left\">|g| " +
-                (t == 0.0 && scale.lo < scale.low() ? "&lt;= " : "") + html(num(v)) + "</td></tr>";
-      }
-    rows += "<tr><td><b>&#8212;</b></td><td align=\"left\">bold: the skip (identity) path into a residual add"
-            "</td></tr>";
-    rows += "<tr><td>- -</td><td align=\"left\">dashed: the branch, from the stream into the sublayer and back "
-            "into the add</td></tr>";
-    rows += "<tr><td bgcolor=\"#fff2b3\"></td><td align=\"left\">the residual stream; \"skip a | branch b\": the "
-            "norms of the two parts of its gradient</td></tr>";
-    rows += "<tr><td bgcolor=\"#bbbbbb\"></td><td align=\"left\">grey: no gradient kept (keep_contributions off, or "
-            "none needed)</td></tr>";
-    out += "  legend [shape=plaintext, label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"0\">" + rows +
-           "</table>>];\n";
-  }
+  if (options.legend) out += legend(scale);
   out += "}\n";
   return out;
 }

@@ -18,7 +18,7 @@ struct DotOptions {
   // Names every node, edge and cluster for a program that reads the SVG (the explorer page); off, the
   // DOT text is unchanged. Graphviz copies id and class onto the SVG's <g> elements:
   //   node  id="n<i>" (tape index i);  edge  id="e<j>_<k>" (input number k of entry j), class "skip",
-  //   "branch", "into-add" or "plain";  cluster  id="cluster:<scope>" (the full dotted scope).
+  //   "branch-in", "branch-out" or "plain" (gs::to_string(EdgePath));  cluster  id="cluster:<scope>" (the full dotted scope).
   bool svg_ids = false;
 };
 

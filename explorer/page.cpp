@@ -9,8 +9,8 @@
 
 namespace gs::explorer {
 
-Series& Run::series_of(const std::string& chart, const std::string& name) {
-  for (Series& s : series)
+StepSeries& Run::series_of(const std::string& chart, const std::string& name) {
+  for (StepSeries& s : series)
     if (s.chart == chart && s.name == name) return s;
   series.push_back({chart, name, {}, {}});
   return series.back();
@@ -25,7 +25,7 @@ void Run::add_point(const std::string& chart, const std::string& name, std::size
   if (std::none_of(charts.begin(), charts.end(), [&](const Chart& c) { return c.id == chart; }))
     throw Error("explorer: run '" + this->name + "': series '" + name + "' names chart '" + chart +
                 "', which was never declared (Run::declare_chart)");
-  Series& s = series_of(chart, name);
+  StepSeries& s = series_of(chart, name);
   if (!s.steps.empty() && step <= s.steps.back())
     throw Error("explorer: run '" + this->name + "': series '" + chart + "/" + name + "' got step " +
                 std::to_string(step) + " after step " + std::to_string(s.steps.back()) + " (steps must increase)");

@@ -29,7 +29,7 @@ struct Chart {
 };
 
 // One named per-step series of a chart: values[i] at steps[i].
-struct Series {
+struct StepSeries {
   std::string chart;  // Chart::id
   std::string name;   // "blocks.0", "blocks.0.ln1", ...: the same name in two runs is the same quantity
   std::vector<std::size_t> steps;
@@ -50,10 +50,10 @@ struct Run {
   std::optional<GraphData> graph;
   std::string graph_note;  // why there is no graph (too large, no dot), or "" when there is one
   std::vector<Chart> charts;
-  std::vector<Series> series;
+  std::vector<StepSeries> series;
 
   // The series `name` of chart `chart`, created (after the others) if new.
-  Series& series_of(const std::string& chart, const std::string& name);
+  StepSeries& series_of(const std::string& chart, const std::string& name);
   // Appends (step, value) to that series; the chart must have been declared with declare_chart.
   void add_point(const std::string& chart, const std::string& name, std::size_t step, double value);
   void declare_chart(Chart chart);  // once per id; a second one with the same id is ignored

@@ -61,12 +61,12 @@ std::vector<double> numbers_from(const json& j) {
 
 EdgeRole role_from(const std::string& s) {
   if (s == "skip") return EdgeRole::skip;
-  if (s == "branch") return EdgeRole::branch;
+  if (s == "branch-out") return EdgeRole::branch_out;
   if (s == "none") return EdgeRole::none;
   throw std::invalid_argument("edge role '" + s + "'");
 }
 EdgePath path_from(const std::string& s) {
-  for (EdgePath p : {EdgePath::plain, EdgePath::skip, EdgePath::branch, EdgePath::into_add})
+  for (EdgePath p : {EdgePath::plain, EdgePath::skip, EdgePath::branch_in, EdgePath::branch_out})
     if (s == to_string(p)) return p;
   throw std::invalid_argument("edge path '" + s + "'");
 }
@@ -151,7 +151,7 @@ std::string page_json(const Page& page) {
     for (const Chart& c : r.charts)
       charts.push_back({{"id", c.id}, {"title", c.title}, {"description", c.description}, {"y_label", c.y_label},
                         {"log_y", c.log_y}});
-    for (const Series& s : r.series)
+    for (const StepSeries& s : r.series)
       series.push_back({{"chart", s.chart}, {"name", s.name}, {"steps", s.steps}, {"values", numbers(s.values)}});
     runs.push_back({{"name", r.name},
                     {"facts", facts},
@@ -183,7 +183,7 @@ Page parse_page_json(const std::string& text, const std::string& what) {
       for (const json& c : r.at("charts"))
         run.charts.push_back({c.at("id"), c.at("title"), c.at("description"), c.at("y_label"), c.at("log_y")});
       for (const json& s : r.at("series")) {
-        Series series{s.at("chart"), s.at("name"), s.at("steps").get<std::vector<std::size_t>>(),
+        StepSeries series{s.at("chart"), s.at("name"), s.at("steps").get<std::vector<std::size_t>>(),
                       numbers_from(s.at("values"))};
         if (series.steps.size() != series.values.size())
           throw std::invalid_argument("series " + series.name + " has " + std::to_string(series.steps.size()) +

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/step_measures.hpp"
 #include "explorer/dot.hpp"
 #include "engine/tape.hpp"
 #include "engine/tools/inspect.hpp"
@@ -153,7 +154,7 @@ double rms(const Array& x) { return norm(x) / std::sqrt(static_cast<double>(std:
 
 }  // namespace
 
-RunRecorder::RunRecorder(std::string name, const nn::Module& model, RecorderOptions options)
+RunRecorder::RunRecorder(std::string name, const nn::TransformerLM& model, RecorderOptions options)
     : model_(model), options_(std::move(options)) {
   run_.name = std::move(name);
   for (const nn::NamedParameter& p : model_.named_parameters()) groups_.push_back(module_group(p.name));
@@ -162,13 +163,13 @@ RunRecorder::RunRecorder(std::string name, const nn::Module& model, RecorderOpti
   run_.declare_chart({"grad_norm", "gradient norm per module",
                       "|dL/dW|: the Frobenius norm of the gradient of all of a module's parameters together "
                       "(sqrt of the sum of their squares), before clipping.", "|dL/dW| (log)", true});
-  run_.declare_chart({"ln_input_rms", "RMS of each LayerNorm's input",
-                      "sqrt(mean x^2) of the input x of each LayerNorm, over the whole batch; in Post-LN that "
-                      "input is the sum skip + branch before the LN.", "RMS (log)", true});
-  run_.declare_chart({"ln_gain", "gradient gain through each LayerNorm",
-                      "|dL/dx| / |dL/dy| for y = LN(x), counting only the part of dL/dx that came back "
-                      "through the LN (not a skip path around it); the LN's Jacobian scales like 1/sigma.",
-                      "gain (log)", true});
+  run_.declare_chart({"ln_input_rms", "RMS of each norm's input",
+                      "sqrt(mean x^2) of the input x of each norm (LayerNorm, RMSNorm or DyT), over the whole "
+                      "batch; in Post-LN that input is the sum skip + branch before the norm.", "RMS (log)", true});
+  run_.declare_chart({"ln_gain", "gradient gain through each norm",
+                      "|dL/dx| / |dL/dy| for y = N(x), counting only the part of dL/dx that came back "
+                      "through the norm (not a skip path around it); LayerNorm's and RMSNorm's Jacobians "
+                      "scale like 1/sigma.", "gain (log)", true});
   run_.declare_chart({"fork_skip", "skip part of the stream's gradient at each residual fork",
                       "|skip part| of dL/ds at a stream position s where y = s + f(s) forks: what came back "
                       "along the identity path.", "|dL/ds| skip (log)", true});
@@ -187,8 +188,18 @@ bool RunRecorder::is_snapshot(std::size_t step) const {
 void RunRecorder::record_pass(std::size_t step, const Tape& tape, double loss) {
   if (!tape.keep_contributions)
     throw Error("explorer: record_pass(step " + std::to_string(step) + "): the tape keeps no contributions; set "
-                "tape.keep_contributions = true before backward() (the LN gains and the forks' split read them)");
+                "tape.keep_contributions = true before backward() (the norm gains and the forks' split read them)");
   run_.add_point("loss", "loss", step, loss);
+  record_grad_norms(step);
+  record_norm_sites(step);
+  if (!view_) view_ = read_graph(tape);  // the structure, once (read_snapshot checks it every time)
+  record_graph(step, tape, loss);
+  record_forks(step, tape);
+}
+
+// |dL/dW| per module group: the square root of the sum of its parameters' squared gradient norms.
+// Keeps the values, which record_update compares the updated ones with.
+void RunRecorder::record_grad_norms(std::size_t step) {
   const std::vector<nn::NamedParameter> params = model_.named_parameters();
   std::vector<std::pair<std::string, double>> sq;  // per group, in first-appearance order
   before_.clear();
@@ -200,24 +211,22 @@ void RunRecorder::record_pass(std::size_t step, const Tape& tape, double loss) {
     before_.push_back(params[i].parameter.value());
   }
   for (const auto& [group, s] : sq) run_.add_point("grad_norm", group, step, std::sqrt(s));
+}
 
-  // The fused LayerNorms: input 0 is x; the LN's own contribution into x is the gradient through it.
-  for (std::size_t i = 0; i < tape.size(); ++i) {
-    const Entry& e = tape.entry(static_cast<int>(i));
-    if (std::string(e.op) != "layernorm_fused" || e.inputs.empty()) continue;
-    const Entry& x = tape.entry(e.inputs[0]);
-    const std::string name = e.scope.empty() ? "layernorm #" + std::to_string(i) : e.scope;
-    run_.add_point("ln_input_rms", name, step, rms(x.value));
-    if (!e.has_grad || !x.has_grad) continue;
-    double through = 0.0;
-    for (const Contribution& c : x.contributions)
-      if (c.from == static_cast<int>(i)) through += norm(c.grad) * norm(c.grad);
-    run_.add_point("ln_gain", name, step, std::sqrt(through) / norm(e.grad));
+// Every norm site of the model's last forward, as its blocks recorded them (any norm kind): the RMS of
+// its input x, and the gain |dL/dx through the norm| / |dL/dy| (the norm's own part of dL/dx).
+void RunRecorder::record_norm_sites(std::size_t step) {
+  for (const nn::NormSite& s : model_.norm_sites()) {
+    run_.add_point("ln_input_rms", s.name, step, rms(s.in.value()));
+    if (!s.in.entry().has_grad || !s.out.entry().has_grad) continue;
+    run_.add_point("ln_gain", s.name, step, analysis::through_norm(s) / norm(s.out.grad()));
   }
+}
 
-  if (!view_) view_ = read_graph(tape);  // the structure, once (read_snapshot checks it every time)
-  const bool snapshot = is_snapshot(step);
-  if (snapshot && !run_.graph && run_.graph_note.empty()) {
+// At a snapshot step: the graph drawn once (or the note why not), then this step's numbers on it.
+void RunRecorder::record_graph(std::size_t step, const Tape& tape, double loss) {
+  if (!is_snapshot(step)) return;
+  if (!run_.graph && run_.graph_note.empty()) {
     if (tape.size() > options_.max_graph_entries) {
       run_.graph_note = "The tape has " + std::to_string(tape.size()) + " entries, more than the " +
                         std::to_string(options_.max_graph_entries) +
@@ -232,9 +241,11 @@ void RunRecorder::record_pass(std::size_t step, const Tape& tape, double loss) {
       run_.graph = GraphData{*view_, render_svg(stream_layout(explorer::to_dot(tape, dot), *view_)), {}};
     }
   }
-  if (run_.graph && snapshot) run_.graph->snapshots.push_back(read_snapshot(tape, *view_, step, loss, options_.bins));
+  if (run_.graph) run_.graph->snapshots.push_back(read_snapshot(tape, *view_, step, loss, options_.bins));
+}
 
-  // The skip and branch parts at every residual fork, every step.
+// The skip and branch parts of the stream's gradient at every residual fork, every step.
+void RunRecorder::record_forks(std::size_t step, const Tape& tape) {
   for (const ForkView& f : view_->forks) {
     const Entry& s = tape.entry(f.at);
     if (!s.has_grad || s.contributions.empty()) continue;

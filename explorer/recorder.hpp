@@ -5,8 +5,9 @@
 // numbers (tape_view.hpp); at every step it adds the points of the standard charts:
 //   loss          the training batch's loss
 //   grad_norm     |dL/dW| per module group (blocks.0, blocks.1, ..., tok_emb, pos_emb, ln_f, head)
-//   ln_input_rms  sqrt(mean x^2) of the input x of every fused LayerNorm on the tape
-//   ln_gain       |dL/dx through the LN| / |dL/dy| of the same LNs
+//   ln_input_rms  sqrt(mean x^2) of the input x of every norm site of the model (nn/block.hpp NormSite:
+//                 each block's norms and ln_f, of any kind: LayerNorm, RMSNorm, DyT), named by its scope
+//   ln_gain       |dL/dx through the norm| / |dL/dy| of the same norm sites (analysis::through_norm)
 //   fork_skip, fork_branch   |skip part| and |branch part| of the gradient at every residual fork
 //   update_ratio  |delta W| / |W| per module group, of the update that followed the pass
 // Any other named series goes in through run().add_point. The tape needs keep_contributions on
@@ -23,7 +24,7 @@
 
 #include "engine/array.hpp"
 #include "explorer/page.hpp"
-#include "nn/module.hpp"
+#include "nn/transformer_lm.hpp"
 
 namespace gs {
 class Tape;
@@ -51,7 +52,7 @@ struct RecorderOptions {
 
 class RunRecorder {
  public:
-  RunRecorder(std::string name, const nn::Module& model, RecorderOptions options = {});
+  RunRecorder(std::string name, const nn::TransformerLM& model, RecorderOptions options = {});
 
   bool is_snapshot(std::size_t step) const;
   // The pass of step `step` is on `tape` (backward done, keep_contributions on).
@@ -63,7 +64,13 @@ class RunRecorder {
   Run take() { return std::move(run_); }
 
  private:
-  const nn::Module& model_;
+  // The steps of record_pass, in its order.
+  void record_grad_norms(std::size_t step);  // grad_norm, and the values update_ratio compares with
+  void record_norm_sites(std::size_t step);  // ln_input_rms, ln_gain
+  void record_graph(std::size_t step, const Tape& tape, double loss);  // the SVG once, a snapshot
+  void record_forks(std::size_t step, const Tape& tape);  // fork_skip, fork_branch
+
+  const nn::TransformerLM& model_;
   RecorderOptions options_;
   Run run_;
   std::vector<std::string> groups_;          // per parameter (model_.named_parameters() order)

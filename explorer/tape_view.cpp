@@ -52,20 +52,6 @@ Stats stats_of(const Array& x, std::size_t bins) {
   return s;
 }
 
-const char* to_string(EdgePath path) {
-  switch (path) {
-    case EdgePath::plain:
-      return "plain";
-    case EdgePath::skip:
-      return "skip";
-    case EdgePath::branch:
-      return "branch";
-    case EdgePath::into_add:
-      return "into-add";
-  }
-  return "?";
-}
-
 std::string EdgeView::id() const {
   std::string id = "e";  // (+= rather than "e" + ...: GCC 12 warns falsely, -Wrestrict)
   id += std::to_string(to);
@@ -107,10 +93,9 @@ int skip_start(const Tape& tape, int add) {
   }
 }
 
-}  // namespace
-
-GraphView read_graph(const Tape& tape) {
-  GraphView g;
+// One node per entry, with its consumers, and one edge per input with its role and path; the signature
+// is the structure as text (read_snapshot compares it).
+void read_nodes(const Tape& tape, GraphView& g) {
   const int n = static_cast<int>(tape.size());
   g.nodes.resize(static_cast<std::size_t>(n));
   const std::vector<std::vector<EdgePath>> paths = edge_paths(tape);  // engine/tools/inspect.hpp
@@ -134,29 +119,34 @@ GraphView read_graph(const Tape& tape) {
     for (int in : e.inputs) (g.signature += ' ') += std::to_string(in);
     g.signature += "\n";
   }
+}
 
-  // Forks: read through a skip edge and by other ops (alpha * s, a link inside the skip path, is read
-  // by the add alone and is no fork).
+// Forks: at every residual add (an input marked skip and one marked branch_out), the stream position
+// s where its skip path starts, read through a skip edge and by other ops (alpha * s, a link inside the
+// skip path, is read by the add alone and is no fork). Each fork once, in tape order of its add.
+void read_forks(const Tape& tape, GraphView& g) {
   std::map<int, int> fork_of;  // s -> index into g.forks
-  for (int j = 0; j < n; ++j) {
+  for (int j = 0; j < static_cast<int>(tape.size()); ++j) {
     const Entry& e = tape.entry(j);
-    bool skip_in = false, branch_in = false;
+    bool skip_in = false, branch_out_in = false;
     for (std::size_t k = 0; k < e.inputs.size(); ++k) {
       skip_in = skip_in || tape.role(j, k) == EdgeRole::skip;
-      branch_in = branch_in || tape.role(j, k) == EdgeRole::branch;
+      branch_out_in = branch_out_in || tape.role(j, k) == EdgeRole::branch_out;
     }
-    if (!skip_in || !branch_in) continue;  // not a residual add
+    if (!skip_in || !branch_out_in) continue;  // not a residual add
     const int s = skip_start(tape, j);
     if (s < 0 || fork_of.count(s)) continue;
     ForkView f{s, j, e.scope, ""};
     for (std::size_t k = 0; k < e.inputs.size(); ++k)
-      if (tape.role(j, k) == EdgeRole::branch) f.branch = tape.entry(e.inputs[k]).scope;
+      if (tape.role(j, k) == EdgeRole::branch_out) f.branch = tape.entry(e.inputs[k]).scope;
     fork_of[s] = static_cast<int>(g.forks.size());
     g.nodes[static_cast<std::size_t>(s)].fork = static_cast<int>(g.forks.size());
     g.forks.push_back(f);
   }
+}
 
-  // Clusters: every scope and every enclosing scope, parents first.
+// Clusters: every scope and every enclosing scope, parents first; each lists the forks inside it.
+void read_clusters(GraphView& g) {
   std::map<std::string, std::size_t> cluster_of;
   auto add_cluster = [&](auto&& self, const std::string& scope) -> void {
     if (scope.empty() || cluster_of.count(scope)) return;
@@ -169,6 +159,15 @@ GraphView read_graph(const Tape& tape) {
   for (std::size_t f = 0; f < g.forks.size(); ++f)
     for (std::string s = g.forks[f].scope; !s.empty(); s = parent_scope(s))
       g.clusters[cluster_of.at(s)].forks.push_back(static_cast<int>(f));
+}
+
+}  // namespace
+
+GraphView read_graph(const Tape& tape) {
+  GraphView g;
+  read_nodes(tape, g);
+  read_forks(tape, g);
+  read_clusters(g);
   return g;
 }
 

@@ -41,10 +41,9 @@ struct Stats {
 Stats stats_of(const Array& x, std::size_t bins = 16);
 
 // How an edge (input -> op) takes part in a residual connection y = s + f(s), as the page draws it:
-// gs::EdgePath of engine/tools/inspect.hpp (skip, branch, into_add, plain), the classes of to_dot's
-// pictures, computed there by edge_paths.
+// gs::EdgePath of engine/tools/inspect.hpp (skip, branch_in, branch_out, plain), the classes of to_dot's
+// pictures, computed there by edge_paths; gs::to_string(EdgePath) names them ("branch-in", ...).
 using gs::EdgePath;
-const char* to_string(EdgePath path);  // "plain", "skip", "branch", "into-add"
 
 struct NodeView {
   int index = 0;            // the tape index

@@ -12,7 +12,7 @@ namespace {
 // (EdgeRole): tools/inspect splits the stream's gradient by these marks and draws the two paths apart.
 // detach-skip / detach-branch (Interventions) make it send zeros back along that input.
 Var residual_add(const Var& skip, const Var& branch, const Interventions& iv, Site site = Site::current()) {
-  Var sum = add(skip, branch, site).mark_input(0, EdgeRole::skip, site).mark_input(1, EdgeRole::branch, site);
+  Var sum = add(skip, branch, site).mark_input(0, EdgeRole::skip, site).mark_input(1, EdgeRole::branch_out, site);
   if (iv.detach_skip) cut_gradient(sum, 0, site);
   if (iv.detach_branch) cut_gradient(sum, 1, site);
   return sum;
@@ -109,96 +109,133 @@ void Block::set_fused_norms(bool fused) {
     if (n) n->fused = fused;
 }
 
+// ---- the forward pass ----
+//
+// A block's forward is two residual connections, sum = skip + branch, one per sublayer; where the norms
+// sit depends on the placement. BlockPass holds what every placement needs (the block, its tape, the
+// call site and the trace being filled); post_family and pre_family are the two layouts, each readable
+// as the formula it computes (and each a frame of its own in a debugger).
+namespace {
+
+struct BlockPass {
+  Block& b;
+  Tape& tape;
+  Site site;
+  std::string p;  // "blocks.<index>.", the prefix of the block's labels
+  BlockTrace t;
+
+  // A sublayer (attn or mlp) run under its own name on the tape's module scope (Entry::scope
+  // "...attn"), so the branch's entries are told apart from the residual adds and the skip path,
+  // which stay in the block's scope.
+  template <class Layer>
+  Var sublayer(const char* name, Layer& layer, const Var& in) {
+    ModuleScope scope(tape, name);
+    return layer.forward(in, site);
+  }
+
+  // N(in) for the block's norm `n` under its name, recorded as a norm site; the identity for a null
+  // norm (norm none, or a placement without it); times 1/sqrt(l) for lns (in the norm's scope).
+  Var normed(const char* name, NormLayer* n, const Var& in, bool on_stream) {
+    if (!n) return in;
+    ModuleScope scope(tape, name);
+    Var y = n->forward(in, site);
+    t.norms.push_back({y.entry(site).scope, in, y, on_stream});
+    if (b.residual == Residual::lns) y = mul(y, scalar_like(y, b.lns_scale));  // y / sqrt(l)
+    return y;
+  }
+
+  // The skip of a sublayer whose input is s: s, alpha s (deepnorm) or omega (.) s (admin).
+  Var skip_of(const Var& s, Parameter& omega, const char* label) {
+    if (b.residual == Residual::deepnorm) return scaled_skip(s, b.alpha).named(p + label);
+    if (b.residual != Residual::admin) return s;
+    if (b.admin_profile) omega.value().fill(b.admin_profile->ratio);  // omega_i = the ratio so far
+    return weighted_skip(s, omega).named(p + label);
+  }
+
+  // Admin's profiling: the next sublayer's ratio is sqrt(Var(omega (.) s) + Var(F(s))).
+  void profile(const Var& skip, const Var& branch) {
+    if (b.admin_profile) b.admin_profile->ratio = std::sqrt(variance(skip.value()) + variance(branch.value()));
+  }
+
+  // ReZero's scalar a as a Var, made before the sublayer runs, so that its leaf precedes the sublayer's
+  // entries on the tape (where `F(x) * a` has always put it); empty otherwise.
+  Var gate(const Parameter& a) const { return b.residual == Residual::rezero ? Var(a) : Var(); }
+  // The branch's scale: a F for rezero, F otherwise.
+  Var gated(const Var& f, const Var& a) const { return b.residual == Residual::rezero ? f * a : f; }
+
+  // post:  h = N1(skip(x) + Attn(x));   y = N2(skip(h) + MLP(h))
+  // b2t:   h = N1(skip(x) + Attn(x));   y = N2((h + x) + MLP(h))
+  // The norms sit after the adds, on the stream itself: the sum skip + branch is what they read.
+  void post_family(const Var& x) {
+    t.attn_in = x;
+    t.attn_skip = skip_of(x, b.admin_attn, "attn_skip");
+    t.attn_branch = sublayer("attn", b.attn, x);
+    profile(t.attn_skip, t.attn_branch);
+    t.attn_sum = residual_add(t.attn_skip, t.attn_branch, b.interventions);
+    t.mid = normed("ln1", b.ln1.get(), t.attn_sum, true);
+    t.mlp_in = t.mid;
+    t.mlp_skip = b.placement == Placement::b2t ? b2t_skip(t.mid, x).named(p + "mlp_skip")
+                                               : skip_of(t.mid, b.admin_mlp, "mlp_skip");
+    t.mlp_branch = sublayer("mlp", b.mlp, t.mid);
+    profile(t.mlp_skip, t.mlp_branch);
+    t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch, b.interventions);
+    t.out = normed("ln2", b.ln2.get(), t.mlp_sum, true);
+  }
+
+  // h = x + gate(No(Attn(Ni(x)))),  y = h + gate(No'(MLP(Ni'(h))))   (gate only for rezero), with
+  //   pre:  Ni = ln1, No = identity          peri: Ni = ln1, No = ln_attn_out (and ln2, ln_mlp_out)
+  //   out:  Ni = identity, No = ln1          (OLMo 2: the sublayer reads the stream unnormalized)
+  // The stream itself is never normalized: h and y are the sums.
+  void pre_family(const Var& x) {
+    const bool out = b.placement == Placement::out;
+    t.attn_in = normed("ln1", out ? nullptr : b.ln1.get(), x, true);
+    t.attn_skip = x;
+    const Var a_attn = gate(b.rezero_attn);
+    const Var attn_f = sublayer("attn", b.attn, t.attn_in);
+    t.attn_branch = gated(out ? normed("ln1", b.ln1.get(), attn_f, false)
+                              : normed("ln_attn_out", b.ln_attn_out.get(), attn_f, false),
+                          a_attn);
+    t.attn_sum = residual_add(t.attn_skip, t.attn_branch, b.interventions);
+    t.mid = t.attn_sum;
+    t.mlp_in = normed("ln2", out ? nullptr : b.ln2.get(), t.mid, true);
+    t.mlp_skip = t.mid;
+    const Var a_mlp = gate(b.rezero_mlp);
+    const Var mlp_f = sublayer("mlp", b.mlp, t.mlp_in);
+    t.mlp_branch = gated(out ? normed("ln2", b.ln2.get(), mlp_f, false)
+                             : normed("ln_mlp_out", b.ln_mlp_out.get(), mlp_f, false),
+                         a_mlp);
+    t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch, b.interventions);
+    t.out = t.mlp_sum;
+  }
+
+  // Labels for the tape listing. A Var that is also the stream gets the stream's name.
+  void label(const Var& x) {
+    b.attn.last_att.named(p + "attn.att");
+    if (t.attn_in.index() != x.index()) t.attn_in.named(p + "attn_in");
+    t.attn_branch.named(p + "attn_branch");
+    if (t.attn_sum.index() != t.mid.index()) t.attn_sum.named(p + "attn_sum");
+    t.mid.named(p + "mid");
+    if (t.mlp_in.index() != t.mid.index()) t.mlp_in.named(p + "mlp_in");
+    t.mlp_branch.named(p + "mlp_branch");
+    if (t.mlp_sum.index() != t.out.index()) t.mlp_sum.named(p + "mlp_sum");
+    t.out.named(p + "out");
+  }
+};
+
+}  // namespace
+
 Var Block::forward(const Var& x, Site site) {
   const Shape xs = x.shape(site);
   if (xs.size() != 3 || xs[2] != attn.dim)
     fail("Block", site, "blocks." + std::to_string(index) + " needs x of shape (B, T, " +
                             std::to_string(attn.dim) + "), got " + shape_str(xs));
-  const std::string p = "blocks." + std::to_string(index) + ".";
-  // Each sublayer runs under its own name on the tape's module scope (Entry::scope "...attn", "...ln1"),
-  // so the branch's entries are told apart from the residual adds and the skip path, which stay here.
-  Tape& tape = x.tape(site);
-  auto run = [&](const char* name, auto& layer, const Var& in) {
-    ModuleScope scope(tape, name);
-    return layer.forward(in, site);
-  };
-  // A norm of the block: the identity for norm none; times 1/sqrt(l) for lns (in the norm's scope).
-  auto normed = [&](const char* name, const std::unique_ptr<NormLayer>& n, const Var& in) -> Var {
-    if (!n) return in;
-    ModuleScope scope(tape, name);
-    Var y = n->forward(in, site);
-    if (residual == Residual::lns) y = mul(y, scalar_like(y, lns_scale));  // y / sqrt(l)
-    return y;
-  };
-  // The skip of a sublayer whose input is s: s, alpha s (deepnorm) or omega (.) s (admin).
-  auto skip_of = [&](const Var& s, Parameter& omega, const char* label) -> Var {
-    if (residual == Residual::deepnorm) return scaled_skip(s, alpha).named(p + label);
-    if (residual != Residual::admin) return s;
-    if (admin_profile) omega.value().fill(admin_profile->ratio);  // omega_i = the ratio so far
-    return weighted_skip(s, omega).named(p + label);
-  };
-  // Admin's profiling: the next sublayer's ratio is sqrt(Var(omega (.) s) + Var(F(s))).
-  auto profile = [&](const Var& skip, const Var& branch) {
-    if (admin_profile) admin_profile->ratio = std::sqrt(variance(skip.value()) + variance(branch.value()));
-  };
-  // ReZero's scalar a as a Var, made before the sublayer runs, so that its leaf precedes the sublayer's
-  // entries on the tape (where `F(x) * a` has always put it); empty otherwise.
-  auto gate = [&](const Parameter& a) { return residual == Residual::rezero ? Var(a) : Var(); };
-  // The branch's scale: a F for rezero, F otherwise.
-  auto gated = [&](const Var& f, const Var& a) { return residual == Residual::rezero ? f * a : f; };
-  BlockTrace t;
-  t.input = x;  // (B, T, C)
-
-  if (placement == Placement::post || placement == Placement::b2t) {
-    // h = N1(skip(x) + Attn(x))
-    t.attn_in = x;
-    t.attn_skip = skip_of(x, admin_attn, "attn_skip");
-    t.attn_branch = run("attn", attn, x);
-    profile(t.attn_skip, t.attn_branch);
-    t.attn_sum = residual_add(t.attn_skip, t.attn_branch, interventions);
-    t.mid = normed("ln1", ln1, t.attn_sum);
-    // post: y = N2(skip(h) + MLP(h));   b2t: y = N2((h + x) + MLP(h))
-    t.mlp_in = t.mid;
-    t.mlp_skip = placement == Placement::b2t ? b2t_skip(t.mid, x).named(p + "mlp_skip")
-                                             : skip_of(t.mid, admin_mlp, "mlp_skip");
-    t.mlp_branch = run("mlp", mlp, t.mid);
-    profile(t.mlp_skip, t.mlp_branch);
-    t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch, interventions);
-    t.out = normed("ln2", ln2, t.mlp_sum);
-  } else {  // pre, peri and out
-    // h = x + gate(No(Attn(Ni(x)))),  y = h + gate(No'(MLP(Ni'(h))))   (gate only for rezero), with
-    //   pre:  Ni = ln1, No = identity          peri: Ni = ln1, No = ln_attn_out (and ln2, ln_mlp_out)
-    //   out:  Ni = identity, No = ln1          (OLMo 2: the sublayer reads the stream unnormalized)
-    const bool out = placement == Placement::out;
-    const std::unique_ptr<NormLayer> identity;  // normed() passes its input through
-    t.attn_in = normed("ln1", out ? identity : ln1, x);
-    t.attn_skip = x;
-    const Var a_attn = gate(rezero_attn);
-    const Var attn_f = run("attn", attn, t.attn_in);
-    t.attn_branch = gated(out ? normed("ln1", ln1, attn_f) : normed("ln_attn_out", ln_attn_out, attn_f), a_attn);
-    t.attn_sum = residual_add(t.attn_skip, t.attn_branch, interventions);
-    t.mid = t.attn_sum;
-    t.mlp_in = normed("ln2", out ? identity : ln2, t.mid);
-    t.mlp_skip = t.mid;
-    const Var a_mlp = gate(rezero_mlp);
-    const Var mlp_f = run("mlp", mlp, t.mlp_in);
-    t.mlp_branch = gated(out ? normed("ln2", ln2, mlp_f) : normed("ln_mlp_out", ln_mlp_out, mlp_f), a_mlp);
-    t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch, interventions);
-    t.out = t.mlp_sum;
-  }
-
-  // Labels for the tape listing. A Var that is also the stream gets the stream's name.
-  attn.last_att.named(p + "attn.att");
-  if (t.attn_in.index() != x.index()) t.attn_in.named(p + "attn_in");
-  t.attn_branch.named(p + "attn_branch");
-  if (t.attn_sum.index() != t.mid.index()) t.attn_sum.named(p + "attn_sum");
-  t.mid.named(p + "mid");
-  if (t.mlp_in.index() != t.mid.index()) t.mlp_in.named(p + "mlp_in");
-  t.mlp_branch.named(p + "mlp_branch");
-  if (t.mlp_sum.index() != t.out.index()) t.mlp_sum.named(p + "mlp_sum");
-  t.out.named(p + "out");
-  last = t;
-  return t.out;  // (B, T, C)
+  BlockPass pass{*this, x.tape(site), site, "blocks." + std::to_string(index) + ".", {}};
+  pass.t.input = x;  // (B, T, C)
+  if (placement == Placement::post || placement == Placement::b2t) pass.post_family(x);
+  else pass.pre_family(x);  // pre, peri and out
+  pass.label(x);
+  last = std::move(pass.t);
+  return last.out;  // (B, T, C)
 }
 
 }  // namespace gs::nn

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/parameter.hpp"
@@ -31,6 +32,17 @@
 #include "nn/norm.hpp"
 
 namespace gs::nn {
+
+// A norm site: one norm of the model (a block's ln1, ln_attn_out, ln2, ln_mlp_out, or the model's ln_f)
+// as the last forward applied it, of whichever kind (LayerNorm, RMSNorm, DyT). Its tape entries carry
+// its name as their scope, so the part of dL/d in that came back through the norm is what the entries
+// of that scope sent into `in` (analysis::through_norm).
+struct NormSite {
+  std::string name;        // its module path, also its entries' tape scope: "blocks.0.ln1", "ln_f"
+  Var in, out;             // x and N(x) (B, T, C): the norm's own input and output (out before lns's 1/sqrt(l))
+  bool on_stream = false;  // x is the residual stream or the sum entering it, not a sublayer's output:
+                           // ln1 and ln2 of post, b2t, pre and peri, and ln_f
+};
 
 // Handles to the residual stream of a block's last forward, for experiments that separate the
 // identity path from the branch path. Each sublayer adds  sum = skip + branch:
@@ -56,6 +68,7 @@ struct BlockTrace {
   Var mlp_branch;
   Var mlp_sum;
   Var out;          // y (B, T, C)
+  std::vector<NormSite> norms;  // the norm sites of this forward, in the order it applied them
 };
 
 // Admin's profiling pass (TransformerLM::profile_admin): the running ratio of Liu et al.'s reference

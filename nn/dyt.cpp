@@ -88,7 +88,7 @@ DyT::DyT(std::size_t d, double alpha0, bool fused_op) : NormLayer(d, fused_op) {
 }
 
 Var DyT::forward(const Var& x, Site site) const {
-  if (grad.changed())
+  if (backward_mode.changed())
     fail("DyT", site, "ln-undo-gain and ln-detach-stats need a norm with statistics (layer or rms); DyT has none");
   // y = weight * tanh(alpha * x) + bias
   if (fused) return dyt_fused(x, Var(weight, site), Var(bias, site), Var(alpha, site), site);

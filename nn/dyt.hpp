@@ -28,8 +28,8 @@ Var dyt_fused(const Var& x, const Var& weight, const Var& bias, const Var& alpha
 class DyT : public NormLayer {
  public:
   DyT(std::size_t d, double alpha0, bool fused = true);  // weight ones, bias zeros, alpha = alpha0
-  // (..., d) -> (..., d). DyT has no statistics, so NormGrad does not apply: forward throws if `grad`
-  // asks for a change (the interventions refuse dyt before that).
+  // (..., d) -> (..., d). DyT has no statistics, so NormGrad does not apply: forward throws if
+  // `backward_mode` asks for a change (the interventions refuse dyt before that).
   Var forward(const Var& x, Site site = Site::current()) const override;
 
   Parameter weight;  // [d]

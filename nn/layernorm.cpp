@@ -140,8 +140,8 @@ LayerNorm::LayerNorm(std::size_t d, bool fused_op) : NormLayer(d, fused_op) {
 
 Var LayerNorm::forward(const Var& x, Site site) const {
   // y = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias, over the last axis
-  if (fused) return layernorm_fused(x, Var(weight, site), Var(bias, site), eps, grad, site);
-  return layernorm_composite(x, Var(weight, site), Var(bias, site), eps, grad, site);
+  if (fused) return layernorm_fused(x, Var(weight, site), Var(bias, site), eps, backward_mode, site);
+  return layernorm_composite(x, Var(weight, site), Var(bias, site), eps, backward_mode, site);
 }
 
 }  // namespace gs::nn

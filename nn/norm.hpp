@@ -31,7 +31,7 @@ class NormLayer : public Module {
 
   std::size_t dim;
   bool fused;          // the fused op (one tape entry, backward by hand) or the composite (engine ops)
-  NormGrad grad;       // the backward's treatment of x (interventions); default: the true gradient
+  NormGrad backward_mode;  // how the backward treats x (interventions); default: the true gradient
 };
 
 // The norm of kind `norm` over d features (weights ones, biases zeros, DyT's alpha = dyt_alpha);

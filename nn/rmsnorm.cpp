@@ -118,8 +118,8 @@ RMSNorm::RMSNorm(std::size_t d, bool fused_op) : NormLayer(d, fused_op) {
 
 Var RMSNorm::forward(const Var& x, Site site) const {
   // y = x / sqrt(mean(x^2) + eps) * weight, over the last axis
-  if (fused) return rmsnorm_fused(x, Var(weight, site), eps, grad, site);
-  return rmsnorm_composite(x, Var(weight, site), eps, grad, site);
+  if (fused) return rmsnorm_fused(x, Var(weight, site), eps, backward_mode, site);
+  return rmsnorm_composite(x, Var(weight, site), eps, backward_mode, site);
 }
 
 }  // namespace gs::nn

@@ -61,6 +61,14 @@ TransformerLM::TransformerLM(const ModelConfig& c)
   }
 }
 
+std::vector<NormSite> TransformerLM::norm_sites() const {
+  std::vector<NormSite> sites;
+  for (const auto& block : blocks) sites.insert(sites.end(), block->last.norms.begin(), block->last.norms.end());
+  if (ln_f && !blocks.empty() && last.final_norm.index() >= 0)  // ln_f reads the last block's output
+    sites.push_back({"ln_f", blocks.back()->last.out, last.final_norm, true});
+  return sites;
+}
+
 void TransformerLM::set_fused_norms(bool fused) {
   for (auto& block : blocks) block->set_fused_norms(fused);
   if (ln_f) ln_f->fused = fused;
@@ -94,7 +102,7 @@ void TransformerLM::set_interventions(const Interventions& iv) {
   for (auto& block : blocks) {
     block->interventions = iv;
     for (NormLayer* n : block->norms()) {
-      n->grad = NormGrad{iv.ln_undo_gain, iv.ln_detach_stats};
+      n->backward_mode = NormGrad{iv.ln_undo_gain, iv.ln_detach_stats};
       for (NamedParameter& p : n->named_parameters()) p.parameter.set_requires_grad(!iv.freeze_ln);
     }
   }

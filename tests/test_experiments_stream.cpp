@@ -69,7 +69,7 @@ TEST_CASE("stream_positions lists emb, then each block's mid and output; the blo
       for (const Var& sum : {t.attn_sum, t.mlp_sum}) {
         const Entry& add = tape.entry(sum.index());
         REQUIRE(tape.role(sum.index(), 0) == EdgeRole::skip);
-        REQUIRE(tape.role(sum.index(), 1) == EdgeRole::branch);
+        REQUIRE(tape.role(sum.index(), 1) == EdgeRole::branch_out);
         const int skip = add.inputs[0];
         const Var& position = sum.index() == t.attn_sum.index() ? p[2 * l].value : p[2 * l + 1].value;
         if (placement == "deepnorm") {

@@ -51,7 +51,7 @@ struct Residual {
     w = tape.leaf(Array{{0.3, 0.7, -0.2}});
     s = mul(x, w).named("s");
     branch = tanh(s);
-    y = add(s, branch).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch).named("y");
+    y = add(s, branch).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch_out).named("y");
     loss = sum(mul(y, y));
     loss.backward();
   }
@@ -136,8 +136,8 @@ TEST_CASE("explorer read_graph: nodes, consumers, edge paths and the fork of a m
   CHECK(g.forks[0].add == r.y.index());
   CHECK(s.fork == 0);
   CHECK(g.edges[static_cast<std::size_t>(edge_index(g, r.s.index(), r.y.index()))].path == EdgePath::skip);
-  CHECK(g.edges[static_cast<std::size_t>(edge_index(g, r.s.index(), r.branch.index()))].path == EdgePath::branch);
-  CHECK(g.edges[static_cast<std::size_t>(edge_index(g, r.branch.index(), r.y.index()))].path == EdgePath::into_add);
+  CHECK(g.edges[static_cast<std::size_t>(edge_index(g, r.s.index(), r.branch.index()))].path == EdgePath::branch_in);
+  CHECK(g.edges[static_cast<std::size_t>(edge_index(g, r.branch.index(), r.y.index()))].path == EdgePath::branch_out);
   CHECK(g.edges[static_cast<std::size_t>(edge_index(g, r.x.index(), r.s.index()))].path == EdgePath::plain);
   CHECK(g.edges[static_cast<std::size_t>(edge_index(g, r.s.index(), r.y.index()))].id() ==
         "e" + std::to_string(r.y.index()) + "_0");
@@ -177,11 +177,11 @@ TEST_CASE("explorer read_graph: residual adds in series fork at each stream posi
   tape.keep_contributions = true;
   Var x = tape.leaf(Array{0.5, -1.0});
   // Pre-LN's stream: h = x + f(x), y = h + g(h); the second add's skip input is the first add.
-  Var h = add(x, tanh(x)).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch);
-  Var y = add(h, sigmoid(h)).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch);
+  Var h = add(x, tanh(x)).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch_out);
+  Var y = add(h, sigmoid(h)).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch_out);
   // DeepNorm's: z = alpha * y + f(y), the scale on the skip path.
   Var scaled = mul(y, scalar_like(y, 2.0)).mark_input(0, EdgeRole::skip);
-  Var z = add(scaled, tanh(y)).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch);
+  Var z = add(scaled, tanh(y)).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch_out);
   sum(z * z).backward();
   const GraphView g = read_graph(tape);
   REQUIRE(g.forks.size() == 3);
@@ -203,7 +203,7 @@ TEST_CASE("explorer read_snapshot refuses a tape of another structure, or one th
   Tape plain;  // the same ops, without keep_contributions
   Var x = plain.leaf(Array{{0.5, -1.0, 2.0}}, false), w = plain.leaf(Array{{0.3, 0.7, -0.2}});
   Var s = mul(x, w);
-  Var y = add(s, tanh(s)).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch);
+  Var y = add(s, tanh(s)).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch_out);
   sum(mul(y, y)).backward();
   CHECK_THROWS_WITH(read_snapshot(plain, read_graph(plain), 0, 0.0), Contains("keep_contributions"));
   // A pass that was never backpropagated (its loss was not finite) is read, with no gradients.
@@ -240,7 +240,7 @@ TEST_CASE("explorer read_graph: every placement has one fork per sublayer, and i
     const std::vector<std::vector<EdgePath>> paths = edge_paths(tape);  // what to_dot draws
     for (const EdgeView& e : g.edges) {
       CHECK(e.path == paths[static_cast<std::size_t>(e.to)][e.input]);
-      if (e.path == EdgePath::branch) CHECK(g.nodes[static_cast<std::size_t>(e.from)].fork >= 0);
+      if (e.path == EdgePath::branch_in) CHECK(g.nodes[static_cast<std::size_t>(e.from)].fork >= 0);
     }
     for (const ForkView& f : g.forks) CHECK(is_stream_fork(tape, f.at));
   }
@@ -287,8 +287,8 @@ TEST_CASE("explorer RunRecorder: the charts' numbers are the model's own, snapsh
   const double loss0 = loss.value()();
   tape.reset();
 
-  const auto series = [&](const std::string& chart, const std::string& name) -> const Series& {
-    for (const Series& s : run.series)
+  const auto series = [&](const std::string& chart, const std::string& name) -> const StepSeries& {
+    for (const StepSeries& s : run.series)
       if (s.chart == chart && s.name == name) return s;
     FAIL("no series " << chart << "/" << name);
     return run.series.front();
@@ -322,6 +322,58 @@ TEST_CASE("explorer RunRecorder: the charts' numbers are the model's own, snapsh
     CHECK(run.graph->snapshots[1].step == 2);
     CHECK_THAT(run.graph->svg, Contains("id=\"cluster:blocks.0\""));
     CHECK(run.graph->view.forks.size() == 4);  // two blocks, two sublayers each
+  }
+}
+
+TEST_CASE("explorer RunRecorder: the norm charts come from the blocks' norm sites, for every norm kind",
+          "[explorer]") {
+  // RMSNorm and DyT record no "layernorm_fused" entry; peri and out have norms off the stream.
+  struct Case {
+    nn::Placement placement;
+    nn::Norm norm;
+    std::vector<std::string> sites;  // in forward order
+  };
+  const std::vector<Case> cases = {
+      {nn::Placement::pre, nn::Norm::rms, {"blocks.0.ln1", "blocks.0.ln2", "blocks.1.ln1", "blocks.1.ln2", "ln_f"}},
+      {nn::Placement::post, nn::Norm::dyt, {"blocks.0.ln1", "blocks.0.ln2", "blocks.1.ln1", "blocks.1.ln2"}},
+      {nn::Placement::peri, nn::Norm::dyt,
+       {"blocks.0.ln1", "blocks.0.ln_attn_out", "blocks.0.ln2", "blocks.0.ln_mlp_out", "blocks.1.ln1",
+        "blocks.1.ln_attn_out", "blocks.1.ln2", "blocks.1.ln_mlp_out", "ln_f"}},
+      {nn::Placement::out, nn::Norm::rms, {"blocks.0.ln1", "blocks.0.ln2", "blocks.1.ln1", "blocks.1.ln2", "ln_f"}},
+  };
+  for (const Case& c : cases) {
+    nn::ModelConfig config = tiny_model(c.placement);
+    config.norm = c.norm;
+    INFO(nn::placement_name(config) << ", norm " << static_cast<int>(c.norm));
+    // The reference: the input of the first norm at step 0, from a fresh model's own trace.
+    nn::TransformerLM fresh(config);
+    Tape& tape = Tape::current();
+    tape.reset();
+    fresh.loss(ids, targets);
+    const nn::BlockTrace& t0 = fresh.blocks[0]->last;
+    // post: the sum skip + branch enters ln1; out: Attn(x), input 0 of the fused norm whose output is the
+    // attention's branch; pre, peri: the stream x.
+    const Var first_in = c.placement == nn::Placement::post  ? t0.attn_sum
+                         : c.placement == nn::Placement::out ? Var(tape, t0.attn_branch.entry().inputs[0], tape.generation())
+                                                             : t0.input;
+    const double rms0 = norm(first_in.value()) / std::sqrt(static_cast<double>(first_in.value().size()));
+    tape.reset();
+
+    nn::TransformerLM model(config);
+    RecorderOptions options;
+    options.draw = false;
+    const Run run = record_run(model, 2, options, "run");
+    for (const char* chart : {"ln_input_rms", "ln_gain"}) {
+      std::vector<std::string> names;
+      for (const StepSeries& s : run.series) {
+        if (s.chart != chart) continue;
+        names.push_back(s.name);
+        CHECK(s.values.size() == 3);
+        for (double v : s.values) CHECK((std::isfinite(v) && v > 0.0));
+        if (std::string(chart) == "ln_input_rms" && s.name == c.sites.front()) CHECK(s.values[0] == Approx(rms0));
+      }
+      CHECK(names == c.sites);
+    }
   }
 }
 

@@ -165,9 +165,9 @@ TEST_CASE("edge roles: a residual connection marked on the tape splits the fork'
   Var x = tape.leaf(Array{0.5, -1.0, 2.0});
   Var w = tape.leaf(Array{3.0});
   Var branch = tanh(x) * w;
-  Var y = (x + branch).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch);
+  Var y = (x + branch).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch_out);
   REQUIRE(tape.role(y.index(), 0) == EdgeRole::skip);
-  REQUIRE(tape.role(y.index(), 1) == EdgeRole::branch);
+  REQUIRE(tape.role(y.index(), 1) == EdgeRole::branch_out);
   REQUIRE(tape.role(branch.index(), 0) == EdgeRole::none);  // nothing marked
   Var loss = sum(y * y);
   loss.backward();
@@ -189,7 +189,8 @@ TEST_CASE("edge roles: a residual connection marked on the tape splits the fork'
   // A fork no skip edge leaves, and an input that does not exist, are refused.
   REQUIRE_THROWS_WITH(split_skip_branch(w), Catch::Contains("no edge marked EdgeRole::skip"));
   REQUIRE_THROWS_WITH(y.mark_input(2, EdgeRole::skip), Catch::Contains("mark_input") && Catch::Contains("has 2 inputs"));
-  REQUIRE(std::string(to_string(EdgeRole::branch)) == "branch");
+  REQUIRE(std::string(to_string(EdgeRole::branch_out)) == "branch-out");
+  REQUIRE(std::string(to_string(EdgePath::branch_in)) == "branch-in");
 }
 
 TEST_CASE("to_dot: one cluster per block with nested sublayers, edges labelled with the norms they carried",

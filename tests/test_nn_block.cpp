@@ -49,7 +49,7 @@ TEST_CASE("a block labels its residual stream on the tape and marks its adds", "
                                             std::tuple{block.last.mlp_sum, block.last.mlp_skip, block.last.mlp_branch}}) {
       REQUIRE(sum.entry().inputs == std::vector<int>{skip.index(), branch.index()});
       REQUIRE(tape.role(sum.index(), 0) == EdgeRole::skip);
-      REQUIRE(tape.role(sum.index(), 1) == EdgeRole::branch);
+      REQUIRE(tape.role(sum.index(), 1) == EdgeRole::branch_out);
     }
     const std::string listing = tape.listing();
     REQUIRE(listing.find("blocks.1.mid") != std::string::npos);

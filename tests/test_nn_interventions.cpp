@@ -27,12 +27,13 @@ std::unique_ptr<TransformerLM> model_of(const std::string& member, const Interve
 }
 
 // Where a block's norm reads its input and writes its output: (input, output) per norm, in forward order.
-struct NormSite {
+// A norm site read off the BlockTrace here, independently of nn::NormSite (which nn records itself).
+struct SiteUnderTest {
   const NormLayer* norm;
   Var in, out;
 };
-std::vector<NormSite> norm_sites(const TransformerLM& model) {
-  std::vector<NormSite> sites;
+std::vector<SiteUnderTest> norm_sites(const TransformerLM& model) {
+  std::vector<SiteUnderTest> sites;
   for (const auto& b : model.blocks) {
     const BlockTrace& t = b->last;
     const bool post = b->placement == Placement::post || b->placement == Placement::b2t;
@@ -162,7 +163,7 @@ TEST_CASE("ln-undo-gain: each norm sends its input sigma times the true gradient
       tape.keep_contributions = true;
       m->loss(ids, targets).backward();
       const bool rms = member.find("rms") != std::string::npos;
-      for (const NormSite& s : norm_sites(*m)) {
+      for (const SiteUnderTest& s : norm_sites(*m)) {
         // The gradient that reached the norm's output, through the true backward, times sigma; for the
         // composite form the norm's first entry is the identity that applies sigma.
         const Array expected = true_dx(*s.norm, s.out.grad(), s.in.value()) * row_sigma(s.in.value(), rms);
@@ -191,7 +192,7 @@ TEST_CASE("ln-detach-stats: each norm's input gradient is the composite's with m
     TapeScope scope(tape);
     tape.keep_contributions = true;
     m->loss(ids, targets).backward();
-    for (const NormSite& s : norm_sites(*m)) {
+    for (const SiteUnderTest& s : norm_sites(*m)) {
       // The composite formula, its statistics taken as constants from the input's values.
       Tape local;
       TapeScope on(local);

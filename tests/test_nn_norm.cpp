@@ -158,6 +158,6 @@ TEST_CASE("the DyT module: weight ones, bias zeros, alpha [1], one tape entry wh
   dyt.fused = true;
   REQUIRE_THROWS_WITH(dyt.forward(tape.constant(test::randn({2, 5}, 1))),
                       Catch::Contains("dyt_fused at") && Catch::Contains("(2, 5)"));
-  dyt.grad.undo_gain = true;
+  dyt.backward_mode.undo_gain = true;
   REQUIRE_THROWS_WITH(dyt.forward(x), Catch::Contains("DyT") && Catch::Contains("statistics"));
 }

@@ -81,6 +81,16 @@ bool is_stream_fork(const Tape& tape, int s) {
   return skip && other;
 }
 
+const char* to_string(EdgePath path) {
+  switch (path) {
+    case EdgePath::plain: return "plain";
+    case EdgePath::skip: return "skip";
+    case EdgePath::branch_in: return "branch-in";
+    case EdgePath::branch_out: return "branch-out";
+  }
+  return "?";
+}
+
 std::vector<std::vector<EdgePath>> edge_paths(const Tape& tape) {
   const int n = static_cast<int>(tape.size());
   std::vector<bool> fork(static_cast<std::size_t>(n), false), skip_read(fork), other_read(fork);
@@ -98,8 +108,8 @@ std::vector<std::vector<EdgePath>> edge_paths(const Tape& tape) {
       const EdgeRole r = tape.role(j, k);
       paths[static_cast<std::size_t>(j)].push_back(
           r == EdgeRole::skip                              ? EdgePath::skip
-          : fork[static_cast<std::size_t>(e.inputs[k])]    ? EdgePath::branch
-          : r == EdgeRole::branch                          ? EdgePath::into_add
+          : fork[static_cast<std::size_t>(e.inputs[k])]    ? EdgePath::branch_in
+          : r == EdgeRole::branch_out                          ? EdgePath::branch_out
                                                            : EdgePath::plain);
     }
   }

@@ -47,14 +47,17 @@ SkipBranch split_skip_branch(const Var& s, Site site = Site::current());
 // a program that walks the whole tape (explorer/dot.hpp).
 SkipBranch split_skip_branch(const Tape& tape, int s);
 
-// Where an edge lies in the residual connections y = s + f(s) that the modules marked (Var::mark_input):
-//   skip      along the identity path into the add (EdgeRole::skip)
-//   branch    from a stream fork s into an op that reads it off the skip path (ln1; or q, k, v)
-//   into_add  the branch's output f(s) into the add (EdgeRole::branch)
-//   plain     any other edge
+// Where an edge lies in the residual connections y = s + f(s) that the modules marked (Var::mark_input).
+// The gradient of s splits into two paths, skip and branch; the branch has two ends:
+//   skip        along the identity path into the add (EdgeRole::skip)
+//   branch_in   from a stream fork s into the branch's first op, which reads s off the skip path (ln1;
+//               or q, k, v)
+//   branch_out  the branch's output f(s) into the add (EdgeRole::branch_out)
+//   plain       any other edge
 // A stream fork is an entry read through a skip edge and by other ops (alpha * s, a link inside
 // DeepNorm's skip path, is read by the add alone and is none): where split_skip_branch applies.
-enum class EdgePath { plain, skip, branch, into_add };
+enum class EdgePath { plain, skip, branch_in, branch_out };
+const char* to_string(EdgePath path);  // "plain", "skip", "branch-in", "branch-out" (the page's CSS classes)
 bool is_stream_fork(const Tape& tape, int s);
 // paths[j][k]: the path of the edge from input k of entry j into j. What explorer::to_dot draws bold and dashed.
 std::vector<std::vector<EdgePath>> edge_paths(const Tape& tape);

@@ -88,7 +88,7 @@ void Experiment::add_html_flags() {
            "the steps whose whole graph the page's step scrubber shows: 0,1,2,5 or 0-10 or 0:300:10");
 }
 
-std::unique_ptr<explorer::RunRecorder> Experiment::recorder(const std::string& name, const nn::Module& m) const {
+std::unique_ptr<explorer::RunRecorder> Experiment::recorder(const std::string& name, const nn::TransformerLM& m) const {
   if (!html.wanted()) return nullptr;
   return std::make_unique<explorer::RunRecorder>(name, m, html.recorder());
 }

@@ -100,7 +100,7 @@ class Experiment {
   bool html_wanted() const { return html.wanted(); }
   // A recorder for the run `name` of `model` when --html is given, else null. Pass it to train_step
   // (StepSetup::recorder), or call its record_pass/record_update; then add_run(order, rec->take()).
-  std::unique_ptr<explorer::RunRecorder> recorder(const std::string& name, const nn::Module& model) const;
+  std::unique_ptr<explorer::RunRecorder> recorder(const std::string& name, const nn::TransformerLM& model) const;
   // Puts a recorded run into the page; the page lists runs by `order` (a cell's index). Any thread.
   void add_run(std::size_t order, explorer::Run run);
   // For a binary that measures a model at init: records one forward and backward pass of a fresh model

@@ -381,7 +381,7 @@
         v.heads.forEach(function (p) { p.setAttribute('stroke', c); p.setAttribute('fill', c); });
         if (v.text) {
           v.text.setAttribute('fill', c);
-          const prefix = e.path === 'skip' || e.path === 'branch' ? e.path + ' ' : '';
+          const prefix = e.path === 'skip' ? 'skip ' : e.path === 'branch-in' ? 'branch ' : '';  // as to_dot labels them
           v.text.textContent = n === null ? '' : prefix + fmt3(n);
         }
       });
