@@ -26,15 +26,15 @@
 
 namespace gs::nn {
 
-// Computes a scalar loss of the model on (inputs, targets), e.g. TransformerLM::loss.
-using LossFunction = std::function<Var(const IndexArray& inputs, const IndexArray& targets)>;
+// The scalar loss of the model on one batch (inputs, targets), e.g. TransformerLM::loss.
+using BatchLoss = std::function<Var(const IndexArray& inputs, const IndexArray& targets)>;
 
 // Resets the current tape, zeroes the model's gradients, runs loss(batch) and its backward pass, and
 // writes the directory above, its manifest naming `program`. The model's gradients then hold the
 // dumped ones. Returns the loss. Throws gs::Error naming DIR if it may not be replaced or cannot be
 // written (nothing is then changed on disk).
 double write_dump(const std::filesystem::path& dir, std::string_view program, const ModelConfig& config, Module& model,
-                  const Batch& batch, const LossFunction& loss,
+                  const Batch& batch, const BatchLoss& loss,
                   const std::vector<std::pair<std::string, Array>>& extra = {});
 
 }  // namespace gs::nn
