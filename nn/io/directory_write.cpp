@@ -35,13 +35,6 @@ void sync_tree(const fs::path& dir) {
   if (rc != 0) throw Error("cannot sync " + dir.string() + " to the disk: " + std::strerror(e));
 }
 
-bool valid_relative(const std::string& name) {
-  if (name.empty() || name.front() == '/' || name.back() == '/' || name.find("//") != std::string::npos) return false;
-  for (const fs::path& part : fs::path(name))
-    if (part == "." || part == "..") return false;
-  return true;
-}
-
 }  // namespace
 
 // ---- writing ----
@@ -93,35 +86,27 @@ void write_directory_atomically(const fs::path& dir, const OutputTag& tag,
   }
 
   pause_point("directory.swapping");
-  if (!existed) {
-    if (::rename(tmp.c_str(), target.c_str()) != 0) {
-      const int e = errno;
-      fs::remove_all(tmp, ec);
-      throw Error("cannot rename " + tmp.string() + " to " + target.string() + ": " + std::strerror(e));
-    }
-    fsync_directory(parent);
-    return;
-  }
-  // One atomic step: afterwards tmp holds the previous version.
+  // Into place in one step; an exchange leaves the previous version in tmp.
   fs::path previous = tmp;
-  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0) {
-    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) {
-      const int e = errno;
-      fs::remove_all(tmp, ec);
-      throw Error("cannot replace " + target.string() + " by " + tmp.string() + ": " + std::strerror(e));
-    }
+  int rc = existed ? ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE)
+                   : ::rename(tmp.c_str(), target.c_str());
+  int err = rc == 0 ? 0 : errno;
+  if (existed && (err == EINVAL || err == ENOSYS || err == ENOTSUP)) {
     // No exchange on this file system: two renames; a run killed between them leaves the previous
-    // version under the .old name.
+    // version whole under the .old name.
     previous = target;
     previous += ".old-" + std::to_string(::getpid());
-    if (::rename(target.c_str(), previous.c_str()) != 0 || ::rename(tmp.c_str(), target.c_str()) != 0) {
-      const int e = errno;
-      if (!fs::exists(target)) fs::rename(previous, target, ec);  // put the previous version back
-      fs::remove_all(tmp, ec);
-      throw Error("cannot replace " + target.string() + " by " + tmp.string() + ": " + std::strerror(e));
-    }
+    rc = ::rename(target.c_str(), previous.c_str());
+    if (rc == 0) rc = ::rename(tmp.c_str(), target.c_str());
+    err = rc == 0 ? 0 : errno;
+    if (rc != 0 && !fs::exists(target, ec)) fs::rename(previous, target, ec);  // put the previous version back
+  }
+  if (err != 0) {
+    fs::remove_all(tmp, ec);
+    throw Error("cannot put " + tmp.string() + " in place of " + target.string() + ": " + std::strerror(err));
   }
   fsync_directory(parent);
+  if (!existed) return;
   pause_point("directory.cleaning");
   fs::remove_all(previous, ec);
   if (ec) throw Error("wrote " + target.string() + " but cannot remove its previous version " + previous.string() + ": " +

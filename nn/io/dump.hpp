@@ -1,23 +1,17 @@
-// `--dump DIR`: everything another implementation needs to check gradscope's model, on one batch:
-//   DIR/config.json               "format": "gradscope dump", then vocab, context, d_model, heads, layers,
-//                                 d_ff, placement, init, seed (nn/io/config_json.hpp)
-//   DIR/params/NAME.npy           every parameter's value, float64, NAME its dotted name
-//   DIR/grads/NAME.npy            d loss / d parameter on the batch below, float64
-//   DIR/batch/inputs.npy          int64 [batch, seq]
-//   DIR/batch/targets.npy         int64 [batch, seq]
-//   DIR/loss.npy                  float64 [1], the mean cross-entropy on that batch
-//   DIR/NAME.npy                  float64, for each (NAME, array) of `extra` (e.g. sharpness's lambda_max)
-//   DIR/gradscope-output.json     the manifest: the program, kind "dump", every file's SHA-256
-// The directory is written as a whole (nn/io/directory_write.hpp): an existing DIR is replaced only if
-// it is empty or this program's own earlier dump.
+// `--dump DIR`: everything another implementation needs to check gradscope's model, on one batch,
+// written as a whole (nn/io/directory_write.hpp; manifest kind "dump"):
+//   config.json "format": "gradscope dump" and the model config (nn/io/config_json.hpp);
+//   params/NAME.npy and grads/NAME.npy (float64, d loss / d parameter); batch/inputs.npy and
+//   batch/targets.npy (int64 [batch, seq]); loss.npy (float64 [1], the mean cross-entropy); and
+//   NAME.npy for each (NAME, array) of `extra` (e.g. sharpness's lambda_max).
 #pragma once
 
 #include <filesystem>
 #include <functional>
 #include <string>
 #include <utility>
-#include <vector>
 #include <string_view>
+#include <vector>
 
 #include "engine/var.hpp"
 #include "nn/config.hpp"

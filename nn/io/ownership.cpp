@@ -23,13 +23,6 @@ namespace {
 constexpr std::size_t manifest_limit = std::size_t{64} << 20;  // 64 MiB: a manifest lists file names
 constexpr std::size_t signature_window = 4096;                 // where a file's marker must be
 
-bool valid_relative(const std::string& name) {
-  if (name.empty() || name.front() == '/' || name.back() == '/' || name.find("//") != std::string::npos) return false;
-  for (const fs::path& part : fs::path(name))
-    if (part == "." || part == "..") return false;
-  return true;
-}
-
 bool carries_signature(const fs::path& file, std::string_view program) {
   try {
     return read_file_head(file, signature_window).find(output_signature(program)) != std::string::npos;
@@ -58,6 +51,13 @@ long leftover_pid(const std::string& name, const std::string& base) {
 }
 
 }  // namespace
+
+bool valid_relative(const std::string& name) {
+  if (name.empty() || name.front() == '/' || name.back() == '/' || name.find("//") != std::string::npos) return false;
+  for (const fs::path& part : fs::path(name))
+    if (part == "." || part == "..") return false;
+  return true;
+}
 
 void fail(std::string_view flag, const fs::path& path, const std::string& what) {
   throw Error(std::string(flag) + " " + path.string() + ": " + what);

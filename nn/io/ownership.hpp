@@ -38,6 +38,7 @@ struct Manifest {
 
 // Reads DIR/gradscope-output.json strictly; throws gs::Error naming it if missing or malformed.
 Manifest read_manifest(const std::filesystem::path& dir);
+bool valid_relative(const std::string& name);  // relative, '/'-separated, no "." or ".." parts
 std::string manifest_text(const OutputTag& tag, const std::vector<std::pair<std::string, std::string>>* files);
 
 std::string this_program();                              // the running executable's name
