@@ -25,8 +25,9 @@ int main(int argc, char** argv) {
   std::string graph;
   experiments::add_flag(ex.app, "--graph", graph, "also draw the tape, with the gradient norm on every edge, into this "
                         "file: .svg or .png (needs Graphviz's dot), else DOT text");
+  ex.add_overwrite_flag();
   return ex.main(argc, argv, [&] {
-    if (!graph.empty()) experiments::check_graph_file(graph);  // before any work. Four points in 2-D, their targets:
+    if (!graph.empty()) experiments::check_graph_file(graph, ex.html.overwrite);  // before any work. Four points in 2-D, their targets:
     Array points = {{0.0, 1.0}, {1.0, 0.0}, {1.0, 1.0}, {0.5, -0.5}};  // (N, 2)
     Array targets = Array{1.0, 1.0, 0.0, 0.5};
     targets.reshape({4, 1});                                             // (N, 1)
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
     if (!graph.empty()) {
       explorer::DotOptions picture;
       picture.title = "tape_demo: y = tanh(x W1 + b1) W2 + b2, loss = mean((y - t)^2)";
-      experiments::write_graph_file(graph, explorer::to_dot(tape, picture));
+      experiments::write_graph_file(graph, explorer::to_dot(tape, picture), ex.html.overwrite);
       std::printf("graph: %s\n\n", graph.c_str());
     }
 

@@ -29,7 +29,7 @@
 #include "nn/io/checkpoint.hpp"
 #include "nn/io/checksum.hpp"
 #include "nn/io/config_json.hpp"
-#include "nn/io/ownership.hpp"
+#include "experiments/lib/outputs.hpp"
 #include "nn/optim.hpp"
 #include "nn/schedule.hpp"
 #include "nn/transformer_lm.hpp"
@@ -104,7 +104,7 @@ std::string sample(nn::TransformerLM& model, const nn::Dataset& data, std::size_
 // --steps and the evaluation may change on resume; --text is compared by its content.
 const FlagKinds train_flag_kinds = {
     {"--out", "--save", "--resume", "--dump", "--graph", "--sample", "--temperature", "--html", "--html-add",
-     "--snapshot-steps", "--seeds"},
+     "--snapshot-steps", "--seeds", "--overwrite"},
     {"--steps", "--eval-every", "--eval-batches"},
     {"--text"}};
 
@@ -317,7 +317,8 @@ void draw_graph_at_step(Experiment& ex, const TrainOptions& o, nn::ModelConfig c
   write_pass_graph(ex.graph, model, training_batch(corpus.data, B, T, config.seed, ex.graph_step),
                    nn::placement_name(config) + ", " + std::to_string(config.layers) + " layers, " +
                        o.opt.optimizer + " lr " + fmt(o.lr) + ", warmup " + std::to_string(o.warmup) + ", seed " +
-                       std::to_string(config.seed) + ", at step " + std::to_string(ex.graph_step));
+                       std::to_string(config.seed) + ", at step " + std::to_string(ex.graph_step),
+                   ex.html.overwrite);
 }
 
 }  // namespace
@@ -365,9 +366,9 @@ int main(int argc, char** argv) {
         if (ex.app.get_option(one_run)->count() > 0)
           throw FlagError(std::string(one_run) + " is of one run; leave it out of --seeds " + std::to_string(ex.seeds));
     // Every output is checked before any work: nothing the program did not write is replaced.
-    if (!o.out.empty()) nn::claim_output_dir(o.out, "--out", {"train", "out"});
-    if (!o.save.empty()) nn::check_output_dir(o.save, "--save", {"train", "checkpoint"});
-    if (!o.dump.empty()) nn::check_output_dir(o.dump, "--dump", {"train", "dump"});
+    if (!o.out.empty()) claim_output_dir(o.out, "--out", {"train", "out"});
+    if (!o.save.empty()) check_output_dir(o.save, "--save", {"train", "checkpoint"});
+    if (!o.dump.empty()) check_output_dir(o.dump, "--dump", {"train", "dump"});
     o.schedule = nn::to_string(nn::parse_schedule(o.schedule));  // one name for each: rsqrt is inverse_sqrt
     std::optional<nn::CheckpointInfo> resumed;
     if (!o.resume.empty()) {

@@ -24,6 +24,7 @@ void add_html_options(CLI::App& app, HtmlOptions& o) {
   app.add_option("--snapshot-steps", o.snapshot_steps,
                  "the steps whose whole graph the page's step scrubber shows: 0,1,2,5 or 0-10 or 0:300:10")
       ->capture_default_str();
+  app.add_flag("--overwrite", o.overwrite, "replace an existing --html file that gradscope did not write");
 }
 
 void check_html(const HtmlOptions& o, std::string_view program) {
@@ -32,7 +33,7 @@ void check_html(const HtmlOptions& o, std::string_view program) {
     return;
   }
   (void)o.recorder();  // --snapshot-steps parses
-  nn::check_output_file(o.file, "--html", program.empty() ? nn::this_program() : std::string(program));
+  nn::check_output_file(o.file, "--html", program.empty() ? nn::this_program() : std::string(program), o.overwrite);
   for (const std::string& file : o.add) {
     if (std::filesystem::weakly_canonical(file) == std::filesystem::weakly_canonical(o.file)) continue;
     try {
@@ -50,7 +51,7 @@ void write_html(const HtmlOptions& o, Page page, std::string_view program) {
     if (page.runs.empty()) page.title = other.title;
     add_runs(page, std::move(other));
   }
-  nn::check_output_file(o.file, "--html", name);  // again: the file may have appeared during the run
+  nn::check_output_file(o.file, "--html", name, o.overwrite);  // again: the file may have appeared during the run
   write_explorer_page(o.file, page, name);
   std::printf("explorer page: %s (%zu run%s); open file://%s in a browser\n", o.file.c_str(), page.runs.size(),
               page.runs.size() == 1 ? "" : "s", std::filesystem::absolute(o.file).c_str());

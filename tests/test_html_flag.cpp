@@ -104,7 +104,8 @@ TEST_CASE("html flag: every binary that trains or measures writes a page of its 
   }
 }
 
-TEST_CASE("html flag: a file gradscope did not write, or another program's page, is refused and left untouched",
+TEST_CASE("html flag: a file gradscope did not write, or another program's page, is refused and left untouched "
+          "unless --overwrite is given",
           "[html][binaries]") {
   TempDir dir("html-foreign");
   const std::string notes = "<!doctype html>\n<p>my notes</p>\n";
@@ -125,6 +126,11 @@ TEST_CASE("html flag: a file gradscope did not write, or another program's page,
   CHECK(r.status == 1);
   CHECK_THAT(r.err, Contains("written by gradscope gradflow"));
   CHECK(gs::nn::read_file(dir.path / "train.html") == page);
+  // --overwrite: the user says the file may go.
+  const Result forced = run("gradflow", cases()[1].args + " --html train.html --overwrite", dir.path);
+  INFO(forced.err);
+  CHECK(forced.status == 0);
+  CHECK_THAT(gs::nn::read_file(dir.path / "train.html"), Contains("written by gradscope gradflow"));
   // --html-add of a file that is not a page, and --html in a shard, are refused at once.
   const Result bad_add = run("train", train.args + " --html p.html --html-add err.txt", dir.path);
   CHECK(bad_add.status == 1);

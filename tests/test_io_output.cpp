@@ -1,20 +1,23 @@
-// Output ownership (nn/io/ownership.hpp, nn/io/directory_write.hpp): what gradscope did not write is
-// never deleted or overwritten, directories are replaced as a whole, leftovers of interrupted writes
-// are removed only when they are provably gradscope's.
+// Output ownership (nn/io/ownership.hpp, nn/io/directory_write.hpp, experiments/lib/outputs.hpp): what
+// gradscope did not write is never deleted or overwritten (unless --overwrite names a single file),
+// directories are replaced as a whole, leftovers of interrupted writes are removed only when they are
+// provably gradscope's.
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <filesystem>
 
 #include "check.hpp"
 #include "io_helpers.hpp"
+#include "experiments/lib/outputs.hpp"
 #include "nn/io/directory_write.hpp"
 #include "nn/io/ownership.hpp"
 
 using namespace gs;
 using namespace gs::nn;
+using gs::experiments::check_output_dir;
+using gs::experiments::claim_output_dir;
 using gs::test::overwrite;
 using gs::test::read_file_or_empty;
 using gs::test::TempDir;
@@ -124,7 +127,7 @@ TEST_CASE("a directory written as a whole replaces only this program's own outpu
   for (const char* bad : {"../x", "/etc/x", "a//b", "a/./b", "", manifest_name})
     REQUIRE_THROWS_WITH(write_directory_atomically(tmp.path / "n", dump_tag, [&](DirectoryWriter& out) { out.write(bad, "x"); }),
                         Catch::Contains("not a plain relative file name"));
-  std::size_t locks = 0;  // this process's locks of the outputs it checked (nn::lock_output): d.lock, ...
+  std::size_t locks = 0;  // this process's locks of the outputs it checked (experiments::lock_output): d.lock, ...
   for (const fs::directory_entry& e : fs::directory_iterator(tmp.path)) locks += e.path().extension() == ".lock";
   REQUIRE(entries(tmp.path) - locks == 4);  // p, d, empty, link: the refused writes left nothing
 }
@@ -142,7 +145,6 @@ TEST_CASE("leftovers of interrupted writes are removed only when provably ours a
   };
   const OutputTag ck{"train", "checkpoint"};
   make("ck.tmp-" + dead, &ck);                        // ours, its writer gone: removed
-  make("ck.old-" + dead, &ck);                        // ours: removed
   make("ck.tmp-1", &ck);                              // process 1 is running: kept
   make("ck.tmp-" + dead + "0", nullptr);              // no manifest: not provably ours, kept
   const OutputTag other{"gradflow", "checkpoint"};
@@ -151,7 +153,6 @@ TEST_CASE("leftovers of interrupted writes are removed only when provably ours a
   make("ck.tmp-" + dead + "1", &other);              // another program's: kept
   check_output_dir(d, "--save", ck);
   REQUIRE_FALSE(fs::exists(tmp.path / ("ck.tmp-" + dead)));
-  REQUIRE_FALSE(fs::exists(tmp.path / ("ck.old-" + dead)));
   REQUIRE(fs::exists(tmp.path / "ck.tmp-1"));
   REQUIRE(fs::exists(tmp.path / ("ck.tmp-" + dead + "0")));
   REQUIRE(fs::exists(tmp.path / ("ck2.tmp-" + dead)));
@@ -159,26 +160,11 @@ TEST_CASE("leftovers of interrupted writes are removed only when provably ours a
   REQUIRE(fs::exists(tmp.path / ("ck.tmp-" + dead + "1")));
   REQUIRE(read_file_or_empty(d / "a.txt") == "now");
 
-  // A replacement killed between its two renames (file systems without RENAME_EXCHANGE) left the
-  // previous version under the .old name and no ck: it is moved back into place.
-  fs::rename(d, tmp.path / ("ck.old-" + dead));
-  write_dir(d, ck, "next");  // the next run of the same output
-  REQUIRE(read_file_or_empty(d / "a.txt") == "next");
-  REQUIRE_FALSE(fs::exists(tmp.path / ("ck.old-" + dead)));
-
-  // Inside a claimed --out directory, a file's leftover is ours by where it is.
-  const fs::path out = tmp.path / "out";
-  claim_output_dir(out, "--out", out_tag);
-  overwrite(out / ("train.csv.tmp-" + dead), "half a csv");
-  overwrite(out / "train.csv.tmp-1", "a live writer's");
-  overwrite(out / ("notes.txt"), "mine");
-  claim_output_dir(out, "--out", out_tag);
-  REQUIRE_FALSE(fs::exists(out / ("train.csv.tmp-" + dead)));
-  REQUIRE(fs::exists(out / "train.csv.tmp-1"));
-  REQUIRE(fs::exists(out / "notes.txt"));
+  REQUIRE(read_file_or_empty(d / "a.txt") == "now");
 }
 
-TEST_CASE("check_output_file: a file is replaced only if it carries this program's signature", "[io][output]") {
+TEST_CASE("check_output_file: a file is replaced only if it carries this program's marker, or with --overwrite",
+          "[io][output]") {
   TempDir tmp("file");
   const fs::path g = tmp.path / "g.svg";
   REQUIRE_NOTHROW(check_output_file(g, "--graph", "train"));
@@ -189,12 +175,16 @@ TEST_CASE("check_output_file: a file is replaced only if it carries this program
                       Catch::Contains("exists and was not written by gradscope gradflow"));
   overwrite(g, "<svg>a drawing of mine</svg>");
   REQUIRE_THROWS_WITH(check_output_file(g, "--graph", "train"),
-                      Catch::StartsWith("--graph " + g.string() + ": exists and was not written by gradscope train"));
+                      Catch::StartsWith("--graph " + g.string() + ": exists and was not written by gradscope train") &&
+                          Catch::Contains("or give --overwrite"));
+  REQUIRE_NOTHROW(check_output_file(g, "--graph", "train", true));  // --overwrite: the user said so
+  REQUIRE(read_file_or_empty(g) == "<svg>a drawing of mine</svg>");  // (checking changes nothing)
   // The signature must be near the start: a file that quotes it somewhere late is not recognised.
   overwrite(g, std::string(5000, ' ') + output_signature("train"));
   REQUIRE_THROWS_WITH(check_output_file(g, "--graph", "train"), Catch::Contains("first 4 KiB"));
 
   REQUIRE_THROWS_WITH(check_output_file(tmp.path, "--graph", "train"), Catch::Contains("is a directory"));
+  REQUIRE_THROWS_WITH(check_output_file(tmp.path, "--graph", "train", true), Catch::Contains("is a directory"));
   fs::create_symlink(g, tmp.path / "link.svg");
   REQUIRE_THROWS_WITH(check_output_file(tmp.path / "link.svg", "--graph", "train"), Catch::Contains("symbolic link"));
   REQUIRE(::mkfifo((tmp.path / "fifo.svg").c_str(), 0600) == 0);
@@ -213,26 +203,11 @@ TEST_CASE("check_output_file: a file is replaced only if it carries this program
   REQUIRE(fs::exists(tmp.path / ("g.svg.tmp-" + dead)));
 }
 
-TEST_CASE("png_with_signature: a tEXt chunk after IHDR, with PNG's CRC-32", "[io][output]") {
-  // The 8-byte PNG signature and an IHDR chunk of a 1x1 grey image, then an (empty) IEND chunk.
-  const std::string ihdr_data("\0\0\0\x01\0\0\0\x01\x08\x00\x00\x00\x00", 13);
-  auto chunk = [](const std::string& type, const std::string& data) {
-    const std::string td = type + data;
-    const auto crc = static_cast<std::uint32_t>(::crc32(0L, reinterpret_cast<const Bytef*>(td.data()), static_cast<uInt>(td.size())));
-    auto be = [](std::uint32_t v) {
-      return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
-    };
-    return be(static_cast<std::uint32_t>(data.size())) + td + be(crc);
-  };
-  const std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr_data) + chunk("IEND", "");
-  const std::string marked = png_with_signature(png, "train");
-  const std::string text = std::string("Software\0", 9) + "written by gradscope train";
-  REQUIRE(marked == png.substr(0, 33) + chunk("tEXt", text) + png.substr(33));
-  // CRC-32 of "tEXt" + that text by an independent implementation:
-  //   python3 -c "import zlib; print(hex(zlib.crc32(b'tEXtSoftware\x00written by gradscope train')))"  # 0x3cc9afef
-  REQUIRE(marked.substr(33 + 8 + text.size(), 4) == std::string("\x3c\xc9\xaf\xef", 4));
-  REQUIRE_THROWS_WITH(png_with_signature("GIF89a", "train"), Catch::Contains("not a PNG"));
+TEST_CASE("a PNG carries no marker: an existing one is replaced only with --overwrite", "[io][output]") {
   TempDir tmp("png");
-  overwrite(tmp.path / "g.png", marked);
-  REQUIRE_NOTHROW(check_output_file(tmp.path / "g.png", "--graph", "train"));
+  const fs::path g = tmp.path / "g.png";
+  REQUIRE_NOTHROW(check_output_file(g, "--graph", "train"));  // absent: created new
+  overwrite(g, std::string("\x89PNG\r\n\x1a\n", 8) + "a picture of someone's");
+  REQUIRE_THROWS_WITH(check_output_file(g, "--graph", "train"), Catch::Contains("not overwriting it"));
+  REQUIRE_NOTHROW(check_output_file(g, "--graph", "train", true));
 }

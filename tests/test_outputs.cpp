@@ -75,7 +75,8 @@ TEST_CASE("stream --out p refuses a directory holding the user's file, and anoth
                   "gradflow: error: --out o: holds gradscope stream's output directory");
 }
 
-TEST_CASE("amplification and tape_demo: --graph refuses a file it did not write, and replaces its own DOT, SVG and PNG",
+TEST_CASE("amplification and tape_demo: --graph refuses a file it did not write, replaces its own DOT and SVG, and "
+          "a PNG (which carries no marker) or anyone's file only with --overwrite",
           "[outputs][binaries][dot]") {
   test::TempDir dir("outputs-graph");
   test::overwrite(dir.path / "mine.dot", "digraph { a -> b }\n");
@@ -83,8 +84,13 @@ TEST_CASE("amplification and tape_demo: --graph refuses a file it did not write,
                   "amplification: error: --graph mine.dot: ");
   require_refused(run_binary("tape_demo", {"--graph", "mine.dot"}, dir.path), "tape_demo: error: --graph mine.dot: ");
   REQUIRE(test::read_file_or_empty(dir.path / "mine.dot") == "digraph { a -> b }\n");
+  const test::Outcome forced = run_binary("tape_demo", {"--graph", "mine.dot", "--overwrite"}, dir.path);
+  INFO(forced.err);
+  REQUIRE(forced.status == 0);
+  REQUIRE(test::read_file_or_empty(dir.path / "mine.dot").find(nn::output_signature("tape_demo")) != std::string::npos);
   std::vector<std::string> files = {"g.dot"};
-  if (std::system("command -v dot > /dev/null 2>&1") == 0) files.insert(files.end(), {"g.svg", "g.png"});
+  const bool graphviz = std::system("command -v dot > /dev/null 2>&1") == 0;
+  if (graphviz) files.push_back("g.svg");
   for (const std::string& file : files)
     for (int run = 0; run < 2; ++run) {  // the second run replaces the first one's file
       INFO(file << " run " << run);
@@ -93,5 +99,12 @@ TEST_CASE("amplification and tape_demo: --graph refuses a file it did not write,
       REQUIRE(ok.status == 0);
       REQUIRE(test::read_file_or_empty(dir.path / file).find(nn::output_signature("amplification")) != std::string::npos);
     }
+  if (graphviz) {
+    const std::vector<std::string> png = with(small, {"--layers", "1", "--graph", "g.png"});
+    REQUIRE(run_binary("amplification", png, dir.path).status == 0);  // absent: created
+    require_refused(run_binary("amplification", png, dir.path), "amplification: error: --graph g.png: ");
+    REQUIRE(run_binary("amplification", with(png, {"--overwrite"}), dir.path).status == 0);
+    REQUIRE(test::read_file_or_empty(dir.path / "g.png").rfind("\x89PNG", 0) == 0);
+  }
   REQUIRE(test::leftovers(dir.path).empty());
 }

@@ -31,12 +31,14 @@ std::string signed_dot(const std::string& dot) {
 
 }  // namespace
 
-void check_graph_file(const std::string& file) { nn::check_output_file(file, "--graph", nn::this_program()); }
+void check_graph_file(const std::string& file, bool overwrite) {
+  nn::check_output_file(file, "--graph", nn::this_program(), overwrite);
+}
 
-void write_graph_file(const std::string& file, const std::string& unsigned_dot) {
+void write_graph_file(const std::string& file, const std::string& unsigned_dot, bool overwrite) {
   namespace fs = std::filesystem;
   const fs::path path(file);
-  check_graph_file(file);  // (again: a binary checks it before its work)
+  check_graph_file(file, overwrite);  // (again: a binary checks it before its work)
   const std::string dot = signed_dot(unsigned_dot);
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
   const std::string format = path.extension() == ".svg" ? "svg" : path.extension() == ".png" ? "png" : "";
@@ -55,16 +57,11 @@ void write_graph_file(const std::string& file, const std::string& unsigned_dot) 
     fs::remove(tmp);
     throw Error("--graph " + file + ": `" + command + "` failed (exit status " + std::to_string(status) + ")");
   }
-  if (format == "png") {  // PNG has no comments: the signature goes into a tEXt chunk
-    const std::string png = nn::png_with_signature(nn::read_file(tmp), nn::this_program());
-    fs::remove(tmp);
-    return nn::write_file_atomically(path, png);
-  }
   fs::rename(tmp, path);  // atomic: a reader sees the old file or the whole new one
 }
 
 void write_pass_graph(const std::string& file, nn::TransformerLM& model, const nn::Batch& batch,
-                      const std::string& title) {
+                      const std::string& title, bool overwrite) {
   Tape& tape = Tape::current();
   const bool kept = tape.keep_contributions;
   tape.reset();
@@ -77,18 +74,19 @@ void write_pass_graph(const std::string& file, nn::TransformerLM& model, const n
   const std::size_t entries = tape.size();
   tape.keep_contributions = kept;
   tape.reset();
-  write_graph_file(file, text);
+  write_graph_file(file, text, overwrite);
   std::printf("graph: %s (%zu tape entries)\n", file.c_str(), entries);
 }
 
-void write_model_graph(const std::string& file, const ModelOptions& options) {
+void write_model_graph(const std::string& file, const ModelOptions& options, bool overwrite) {
   nn::TransformerLM model(options.config());
   const nn::Batch batch = nn::dump_batch(nn::dump_corpus(options.vocab, options.batch, options.seq, options.seed),
                                      options.batch, options.seq, options.seed);
   write_pass_graph(file, model, batch,
                    options.placement + ", " + std::to_string(options.layers) + " layers, d " +
                        std::to_string(options.d_model) + ", batch " + std::to_string(options.batch) + " x " +
-                       std::to_string(options.seq) + ", seed " + std::to_string(options.seed) + ", at init");
+                       std::to_string(options.seq) + ", seed " + std::to_string(options.seed) + ", at init",
+                   overwrite);
 }
 
 void dump_model(const std::string& dir, nn::TransformerLM& model, const nn::Batch& batch,

@@ -14,7 +14,7 @@
 #include "experiments/lib/memory.hpp"
 #include "experiments/lib/report.hpp"
 #include "experiments/lib/training.hpp"
-#include "nn/io/ownership.hpp"
+#include "experiments/lib/outputs.hpp"
 #include "nn/data/markov.hpp"
 #include "nn/transformer_lm.hpp"
 
@@ -86,6 +86,12 @@ void Experiment::add_html_flags() {
   add_flag(app, "--html-add", html.add, "put the runs of this explorer page into the --html page too (comma-separated)");
   add_flag(app, "--snapshot-steps", html.snapshot_steps,
            "the steps whose whole graph the page's step scrubber shows: 0,1,2,5 or 0-10 or 0:300:10");
+  add_overwrite_flag();
+}
+
+void Experiment::add_overwrite_flag() {  // for every binary that writes --graph or --html
+  if (!app.get_option_no_throw("--overwrite"))
+    app.add_flag("--overwrite", html.overwrite, "replace an existing --graph or --html file that gradscope did not write");
 }
 
 std::unique_ptr<explorer::RunRecorder> Experiment::recorder(const std::string& name, const nn::TransformerLM& m) const {
@@ -122,6 +128,7 @@ void Experiment::add_model_flags() {
            "into this file and exit: .svg or .png (needs Graphviz's dot), else DOT text");
   add_flag(app, "--graph-step", graph_step,
            "with --graph: draw the pass of training step N (after N updates) instead of initialization (train)");
+  add_overwrite_flag();
 }
 
 std::string Experiment::flag_problem() {
@@ -158,14 +165,14 @@ std::string Experiment::flag_problem() {
 }
 
 void Experiment::draw_graph_at_init() {
-  check_graph_file(graph);
+  check_graph_file(graph, html.overwrite);
   // One pass with every contribution kept, and its DOT text: about 1 KiB per tape entry, twice (the
   // text, and the copy written)
   const Footprint pass = footprint(model.config(), model.batch, 0, true);
   check_fits(pass, 1, 2048.0 * pass.entries,
              "--graph with --layers " + std::to_string(model.layers) + " --d-model " + std::to_string(model.d_model) +
                  " --batch " + std::to_string(model.batch) + " --seq " + std::to_string(model.seq));
-  write_model_graph(graph, model);
+  write_model_graph(graph, model, html.overwrite);
 }
 
 void Experiment::write_page_and_dump() {
@@ -205,11 +212,11 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
       draw_graph_at_init();
       return 0;
     }
-    if (!graph.empty()) check_graph_file(graph);  // --graph-step N: the body trains to step N and draws it
+    if (!graph.empty()) check_graph_file(graph, html.overwrite);  // --graph-step N: the body trains to step N and draws it
     explorer::check_html(html, program);  // before any work: never replace a file gradscope did not write
     if (grid_) {  // nothing the program did not write is replaced (nn/io/ownership.hpp), checked before any work
-      nn::claim_output_dir(out, "--out", {program, "out"});
-      if (!dump.empty()) nn::check_output_dir(dump, "--dump", {program, "dump"});
+      claim_output_dir(out, "--out", {program, "out"});
+      if (!dump.empty()) check_output_dir(dump, "--dump", {program, "dump"});
       watch_output(out, program);  // the first file written into --out marks it INCOMPLETE until the end
     }
     body();

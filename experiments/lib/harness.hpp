@@ -97,6 +97,7 @@ class Experiment {
   // them before the body (the file is absent or this program's own page) and, after it, writes the page
   // of the runs given to add_run.
   void add_html_flags();
+  void add_overwrite_flag();  // --overwrite (into html.overwrite), once, for --graph and --html
   bool html_wanted() const { return html.wanted(); }
   // A recorder for the run `name` of `model` when --html is given, else null. Pass it to train_step
   // (StepSetup::recorder), or call its record_pass/record_update; then add_run(order, rec->take()).

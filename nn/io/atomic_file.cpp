@@ -23,7 +23,6 @@ std::string mib(std::size_t bytes) {
   return buf;
 }
 
-// Closes a file descriptor when it goes out of scope.
 struct Fd {
   int fd = -1;
   ~Fd() {
@@ -31,16 +30,14 @@ struct Fd {
   }
 };
 
-// Opens a regular file for reading; O_NONBLOCK so that opening a FIFO does not wait for a writer.
+// O_NONBLOCK: opening a FIFO does not wait for a writer.
 Fd open_regular(const fs::path& path, struct stat& st) {
   Fd f{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
   if (f.fd < 0) throw Error("cannot open " + path.string() + ": " + std::strerror(errno));
   if (::fstat(f.fd, &st) != 0) throw Error("cannot stat " + path.string() + ": " + std::strerror(errno));
   if (!S_ISREG(st.st_mode))
     throw Error(path.string() + ": not a regular file (" +
-                (S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" :
-                 S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a socket or other special file") +
-                ")");
+                (S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device") + ")");
   return f;
 }
 

@@ -22,43 +22,47 @@ namespace {
 constexpr const char* format_name = "gradscope checkpoint";
 constexpr std::size_t config_limit = std::size_t{64} << 20;  // 64 MiB
 
-std::string npy_name(const std::string& parameter) { return parameter + ".npy"; }
 std::string slot_file(const std::string& slot, const std::string& parameter) {
-  return "optimizer/" + slot + "/" + npy_name(parameter);
+  return "optimizer/" + slot + "/" + parameter + ".npy";
 }
 
-// The "train" record must read back: an object, with finite numbers (nlohmann would write NaN as
-// null), nested no deeper than the readers accept.
+// The "train" record must read back: finite numbers (nlohmann would write NaN as null), nested no
+// deeper than parse_json accepts.
 void check_record(const json& value, std::size_t depth) {
-  if (depth > json_max_depth) throw Error("checkpoint: the \"train\" record is nested deeper than " +
-                                          std::to_string(json_max_depth) + " levels");
+  if (depth > json_max_depth)
+    throw Error("checkpoint: the \"train\" record is nested deeper than " + std::to_string(json_max_depth) + " levels");
   if (value.is_number_float() && !std::isfinite(value.get<double>()))
     throw Error("checkpoint: the \"train\" record holds a number that is not finite (" + value.dump() + ")");
   if (value.is_structured())
     for (const json& element : value) check_record(element, depth + 1);
 }
 
-// A rethrow with "checkpoint: " in front, unless the message has it already.
-[[noreturn]] void rethrow_as_checkpoint_error(const Error& e) {
+// "" if every element is finite, else "NaN at element 3" (a diverged run is never a state to continue from).
+std::string non_finite(const Array& a) {
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!std::isfinite(a.data()[i])) return (std::isnan(a.data()[i]) ? "NaN" : "Inf") + std::string(" at element ") + std::to_string(i);
+  return "";
+}
+
+std::string with_prefix(const Error& e) {
   const std::string what = e.what();
-  throw Error(what.rfind("checkpoint: ", 0) == 0 ? what : "checkpoint: " + what);
+  return what.rfind("checkpoint: ", 0) == 0 ? what : "checkpoint: " + what;
 }
 
 }  // namespace
-
-// ---- saving ----
 
 void save_checkpoint(const fs::path& dir, std::string_view program, const Module& model, const ModelConfig& config,
                      std::size_t step, const Optimizer* optimizer, const json* train) {
   const std::vector<NamedParameter> params = model.named_parameters();
   ordered_json doc = {{"format", format_name}, {"format_version", checkpoint_format_version}};
-  const ordered_json model_fields = model_config_json(config);  // a named value: items() refers into it
+  const ordered_json model_fields = model_config_json(config);  // named: items() refers into it
   for (const auto& [key, value] : model_fields.items()) doc[key] = value;
   doc["step"] = step;
+  const std::vector<std::string> slots = optimizer ? optimizer->slot_names() : std::vector<std::string>{};
   if (optimizer) {
     doc["optimizer"] = optimizer->name();
     doc["optimizer_steps"] = optimizer->steps();
-    doc["optimizer_slots"] = optimizer->slot_names();
+    doc["optimizer_slots"] = slots;
     ordered_json& h = doc["optimizer_hyperparameters"] = ordered_json::object();
     for (const auto& [name, value] : optimizer->hyperparameters()) {
       if (!std::isfinite(value)) throw Error("checkpoint: optimizer hyperparameter " + name + " is not finite");
@@ -78,34 +82,26 @@ void save_checkpoint(const fs::path& dir, std::string_view program, const Module
   } catch (const json::exception& e) {  // a string that is not UTF-8
     throw Error("checkpoint: cannot write " + (dir / "config.json").string() + ": " + e.what());
   }
-
-  auto require_finite = [&](const Array& a, const std::string& what) {
-    for (std::size_t i = 0; i < a.size(); ++i)
-      if (!std::isfinite(a.data()[i]))
-        throw Error("checkpoint: not saving " + dir.string() + ": " + what + " holds " +
-                    (std::isnan(a.data()[i]) ? "NaN" : "Inf") + " at element " + std::to_string(i));
-  };
   for (std::size_t i = 0; i < params.size(); ++i) {
-    require_finite(params[i].parameter.value(), "parameter '" + params[i].name + "'");
-    if (optimizer)
-      for (std::size_t s = 0; s < optimizer->slot_names().size(); ++s)
-        require_finite(optimizer->slot(s, i), "parameter '" + params[i].name + "' (optimizer " + optimizer->slot_names()[s] + ")");
+    if (const std::string bad = non_finite(params[i].parameter.value()); !bad.empty())
+      throw Error("checkpoint: not saving " + dir.string() + ": parameter '" + params[i].name + "' holds " + bad);
+    for (std::size_t s = 0; s < slots.size(); ++s)
+      if (const std::string bad = non_finite(optimizer->slot(s, i)); !bad.empty())
+        throw Error("checkpoint: not saving " + dir.string() + ": parameter '" + params[i].name + "' (optimizer " +
+                    slots[s] + ") holds " + bad);
   }
   try {
     write_directory_atomically(dir, {std::string(program), "checkpoint"}, [&](DirectoryWriter& out) {
-      for (const NamedParameter& p : params) out.write(npy_name(p.name), npy_bytes(p.parameter.value()));
-      if (optimizer)
-        for (std::size_t s = 0; s < optimizer->slot_names().size(); ++s)
-          for (std::size_t i = 0; i < params.size(); ++i)
-            out.write(slot_file(optimizer->slot_names()[s], params[i].name), npy_bytes(optimizer->slot(s, i)));
+      for (const NamedParameter& p : params) out.write(p.name + ".npy", npy_bytes(p.parameter.value()));
+      for (std::size_t s = 0; s < slots.size(); ++s)
+        for (std::size_t i = 0; i < params.size(); ++i)
+          out.write(slot_file(slots[s], params[i].name), npy_bytes(optimizer->slot(s, i)));
       out.write("config.json", text);
     });
   } catch (const Error& e) {
-    rethrow_as_checkpoint_error(e);
+    throw Error(with_prefix(e));
   }
 }
-
-// ---- reading config.json ----
 
 JsonField CheckpointInfo::train() const {
   static const json empty = json::object();
@@ -132,14 +128,13 @@ CheckpointInfo read_info(const fs::path& dir) {
   info.step = root.at("step").as_size();
   info.program = files->manifest().tag.program;
 
-  std::set<std::string> expected = {"config.json"};
+  std::set<std::string> expected = {"config.json"};  // the files config.json implies
   const JsonField shapes = root.at("parameters");
   for (const std::string& name : shapes.keys()) {
-    const JsonField dims = shapes.at(name);
     Shape shape;
-    for (std::size_t d = 0; d < dims.size(); ++d) shape.push_back(dims.at(d).as_size(std::size_t{1} << 40));
+    for (std::size_t d = 0; d < shapes.at(name).size(); ++d) shape.push_back(shapes.at(name).at(d).as_size(std::size_t{1} << 40));
     info.parameters.push_back({name, shape});
-    expected.insert(npy_name(name));
+    expected.insert(name + ".npy");
   }
   if (root.has("optimizer")) {
     info.optimizer = root.at("optimizer").as_string();
@@ -156,8 +151,6 @@ CheckpointInfo read_info(const fs::path& dir) {
     for (const std::string& name : h.keys()) info.optimizer_hyperparameters.push_back({name, h.at(name).as_double()});
   }
   if (root.has("train") && !root.at("train").is_object()) root.at("train").fail("is not a JSON object");
-
-  // The manifest lists exactly the files config.json implies, and the directory holds nothing else.
   for (const std::string& name : expected)
     if (!files->lists(name))
       throw Error((dir / name).string() + " is missing from the manifest " + (dir / manifest_name).string());
@@ -165,10 +158,48 @@ CheckpointInfo read_info(const fs::path& dir) {
     if (!expected.count(name))
       throw Error((dir / name).string() + " is listed in the manifest, but " + file + " implies no such file");
   files->refuse_unlisted_files();
-
   info.document = std::move(document);
   info.files = std::move(files);
   return info;
+}
+
+// A .npy of the checkpoint, verified against the manifest, of the expected shape, finite.
+Array read_array(const VerifiedDirectory& files, const std::string& name, const std::string& what, const Shape& expected) {
+  const std::string path = (files.dir() / name).string();
+  std::size_t bytes = sizeof(double);
+  for (std::size_t d : expected) bytes *= d;
+  Array value;
+  try {
+    value = parse_npy_f8(files.read(name, bytes + 65536), path);
+  } catch (const Error& e) {
+    throw Error("checkpoint: " + what + ": " + e.what());
+  }
+  if (shape_of(value) != expected)
+    throw Error("checkpoint: " + what + " in " + path + " has shape " + shape_str(shape_of(value)) +
+                ", the model expects " + shape_str(expected));
+  if (const std::string bad = non_finite(value); !bad.empty())
+    throw Error("checkpoint: " + what + " in " + path + " holds " + bad + " of " + std::to_string(value.size()) +
+                "; a checkpoint holds finite numbers only");
+  return value;
+}
+
+std::string listed(std::vector<std::pair<std::string, double>> h) {
+  std::sort(h.begin(), h.end());
+  std::string s;
+  for (const auto& [name, value] : h) s += (s.empty() ? "" : ", ") + name + " " + json(value).dump();
+  return s;
+}
+
+void check_optimizer(const CheckpointInfo& info, const Optimizer& optimizer, const std::string& config_file) {
+  if (info.optimizer.empty()) throw Error("checkpoint: " + config_file + " has no optimizer state to resume from");
+  if (info.optimizer != optimizer.name())
+    throw Error("checkpoint: " + config_file + " holds the state of optimizer '" + info.optimizer + "', not of '" +
+                optimizer.name() + "'");
+  if (info.optimizer_slots != optimizer.slot_names())
+    throw Error("checkpoint: " + config_file + " holds other optimizer slots than " + optimizer.name() + " has");
+  if (listed(optimizer.hyperparameters()) != listed(info.optimizer_hyperparameters))
+    throw Error("checkpoint: " + config_file + " was saved by " + info.optimizer + " with " +
+                listed(info.optimizer_hyperparameters) + "; this optimizer has " + listed(optimizer.hyperparameters()));
 }
 
 }  // namespace
@@ -177,44 +208,9 @@ CheckpointInfo read_checkpoint_info(const fs::path& dir) {
   try {
     return read_info(dir);
   } catch (const Error& e) {
-    rethrow_as_checkpoint_error(e);
+    throw Error(with_prefix(e));
   }
 }
-
-// ---- loading ----
-
-namespace {
-
-// A .npy of the checkpoint, verified against the manifest, refused unless it has the expected shape.
-Array read_array(const VerifiedDirectory& files, const std::string& name, const std::string& what, const Shape& expected) {
-  const std::string path = (files.dir() / name).string();
-  Array value;
-  try {
-    std::size_t bytes = sizeof(double);
-    for (std::size_t d : expected) bytes *= d;
-    value = parse_npy_f8(files.read(name, bytes + 65536), path);
-  } catch (const Error& e) {
-    throw Error("checkpoint: " + what + ": " + e.what());
-  }
-  if (shape_of(value) != expected)
-    throw Error("checkpoint: " + what + " in " + path + " has shape " + shape_str(shape_of(value)) +
-                ", the model expects " + shape_str(expected));
-  // A NaN or Inf weight or moment is never a state to continue from (a run that diverged saved it).
-  for (std::size_t i = 0; i < value.size(); ++i)
-    if (!std::isfinite(value.data()[i]))
-      throw Error("checkpoint: " + what + " in " + path + " holds " + (std::isnan(value.data()[i]) ? "NaN" : "Inf") +
-                  " at element " + std::to_string(i) + " of " + std::to_string(value.size()) +
-                  "; a checkpoint holds finite numbers only");
-  return value;
-}
-
-std::string hyperparameter_list(const std::vector<std::pair<std::string, double>>& h) {
-  std::string s;
-  for (const auto& [name, value] : h) s += (s.empty() ? "" : ", ") + name + " " + json(value).dump();
-  return s;
-}
-
-}  // namespace
 
 void load_checkpoint(const CheckpointInfo& info, Module& model, const ModelConfig& config, Optimizer* optimizer) {
   if (!info.files || !info.document) throw Error("checkpoint: load_checkpoint needs the info read_checkpoint_info returns");
@@ -222,7 +218,7 @@ void load_checkpoint(const CheckpointInfo& info, Module& model, const ModelConfi
   if (const std::string d = architecture_difference(info.config, config); !d.empty())
     throw Error("checkpoint: " + config_file + " describes another model: " + d + " (checkpoint, model)");
 
-  // Check every name and shape first, then read every file; change the model only once all is good.
+  // Every name and shape first, then every file; the model changes only once all is good.
   std::vector<NamedParameter> params = model.named_parameters();
   const std::map<std::string, Shape> saved(info.parameters.begin(), info.parameters.end());
   std::set<std::string> names;
@@ -231,50 +227,31 @@ void load_checkpoint(const CheckpointInfo& info, Module& model, const ModelConfi
     const auto it = saved.find(p.name);
     if (it == saved.end())
       throw Error("checkpoint: parameter '" + p.name + "' is missing: " + config_file + " lists no such parameter (no file " +
-                  (info.dir / npy_name(p.name)).string() + ")");
+                  (info.dir / (p.name + ".npy")).string() + ")");
     if (it->second != p.parameter.shape())
       throw Error("checkpoint: parameter '" + p.name + "' in " + config_file + " has shape " + shape_str(it->second) +
                   ", the model expects " + shape_str(p.parameter.shape()));
   }
   for (const auto& [name, shape] : info.parameters)
     if (!names.count(name))
-      throw Error("checkpoint: " + (info.dir / npy_name(name)).string() + " holds a parameter '" + name +
+      throw Error("checkpoint: " + (info.dir / (name + ".npy")).string() + " holds a parameter '" + name +
                   "' that the model does not have");
-
-  if (optimizer) {
-    if (info.optimizer.empty()) throw Error("checkpoint: " + config_file + " has no optimizer state to resume from");
-    if (info.optimizer != optimizer->name())
-      throw Error("checkpoint: " + config_file + " holds the state of optimizer '" + info.optimizer + "', not of '" +
-                  optimizer->name() + "'");
-    if (info.optimizer_slots != optimizer->slot_names())
-      throw Error("checkpoint: " + config_file + " holds other optimizer slots than " + optimizer->name() + " has");
-    std::vector<std::pair<std::string, double>> mine = optimizer->hyperparameters();
-    std::sort(mine.begin(), mine.end());
-    std::vector<std::pair<std::string, double>> theirs = info.optimizer_hyperparameters;
-    std::sort(theirs.begin(), theirs.end());
-    if (mine != theirs)
-      throw Error("checkpoint: " + config_file + " was saved by " + info.optimizer + " with " +
-                  hyperparameter_list(theirs) + "; this optimizer has " + hyperparameter_list(mine));
-  }
+  if (optimizer) check_optimizer(info, *optimizer, config_file);
 
   std::vector<Array> values;
   for (const NamedParameter& p : params)
-    values.push_back(read_array(*info.files, npy_name(p.name), "parameter '" + p.name + "'", p.parameter.shape()));
+    values.push_back(read_array(*info.files, p.name + ".npy", "parameter '" + p.name + "'", p.parameter.shape()));
   std::vector<std::vector<Array>> slots;
-  if (optimizer)
-    for (const std::string& slot : optimizer->slot_names()) {
-      slots.emplace_back();
-      for (const NamedParameter& p : params)
-        slots.back().push_back(read_array(*info.files, slot_file(slot, p.name),
-                                          "parameter '" + p.name + "' (optimizer " + slot + ")", p.parameter.shape()));
-    }
-
-  for (std::size_t i = 0; i < params.size(); ++i) params[i].parameter.value() = values[i];
-  if (optimizer) {
-    for (std::size_t s = 0; s < slots.size(); ++s)
-      for (std::size_t i = 0; i < params.size(); ++i) optimizer->slot(s, i) = slots[s][i];
-    optimizer->set_steps(info.optimizer_steps);
+  for (const std::string& slot : optimizer ? optimizer->slot_names() : std::vector<std::string>{}) {
+    slots.emplace_back();
+    for (const NamedParameter& p : params)
+      slots.back().push_back(read_array(*info.files, slot_file(slot, p.name),
+                                        "parameter '" + p.name + "' (optimizer " + slot + ")", p.parameter.shape()));
   }
+  for (std::size_t i = 0; i < params.size(); ++i) params[i].parameter.value() = values[i];
+  for (std::size_t s = 0; s < slots.size(); ++s)
+    for (std::size_t i = 0; i < params.size(); ++i) optimizer->slot(s, i) = slots[s][i];
+  if (optimizer) optimizer->set_steps(info.optimizer_steps);
 }
 
 CheckpointInfo load_checkpoint(const fs::path& dir, Module& model, const ModelConfig& config, Optimizer* optimizer) {

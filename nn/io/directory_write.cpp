@@ -35,36 +35,20 @@ void sync_tree(const fs::path& dir) {
   if (rc != 0) throw Error("cannot sync " + dir.string() + " to the disk: " + std::strerror(e));
 }
 
-bool valid_relative(const std::string& name) {
-  if (name.empty() || name.front() == '/') return false;
-  for (const fs::path& part : fs::path(name))
-    if (part.empty() || part == "." || part == "..") return false;
-  return name.find("//") == std::string::npos && name.back() != '/';
-}
-
 }  // namespace
 
 // ---- writing ----
 
-DirectoryWriter::DirectoryWriter(fs::path root, OutputTag tag) : root_(std::move(root)), tag_(std::move(tag)) {
-  create_file(root_ / manifest_name, manifest_text(tag_, nullptr));  // first, so a leftover is provably ours
-}
-
 void DirectoryWriter::write(const std::string& relative, std::string_view bytes) {
   if (!valid_relative(relative) || relative == manifest_name)
     throw Error("cannot write " + relative + " into " + root_.string() + ": not a plain relative file name");
-  if (!names_.insert(relative).second) throw Error("cannot write " + relative + " twice into " + root_.string());
+  for (const auto& [name, sha] : files_)
+    if (name == relative) throw Error("cannot write " + relative + " twice into " + root_.string());
   const fs::path path = root_ / relative;
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
   create_file(path, bytes);
   files_.push_back({relative, sha256_hex(bytes)});
   if (files_.size() == 1) pause_point("directory.filling");
-}
-
-void DirectoryWriter::finish() {
-  const fs::path manifest = root_ / manifest_name;
-  fs::remove(manifest);
-  create_file(manifest, manifest_text(tag_, &files_));
 }
 
 void write_directory_atomically(const fs::path& dir, const OutputTag& tag,
@@ -87,17 +71,14 @@ void write_directory_atomically(const fs::path& dir, const OutputTag& tag,
   if (ec) throw Error("cannot create " + parent.string() + ": " + ec.message());
 
   const fs::path tmp = temporary_name(target);
-  if (fs::exists(fs::symlink_status(tmp, ec))) {  // this process's own, from a write that failed
-    if (!fs::is_directory(fs::symlink_status(tmp, ec)) || read_manifest(tmp).tag.program != tag.program)
-      throw Error("cannot write " + target.string() + ": " + tmp.string() + " is in the way and is not gradscope's");
-    fs::remove_all(tmp);
-  }
   if (!fs::create_directory(tmp, ec) || ec)
     throw Error("cannot create " + tmp.string() + ": " + (ec ? ec.message() : "it exists"));
   try {
-    DirectoryWriter writer(tmp, tag);
+    create_file(tmp / manifest_name, manifest_text(tag, nullptr));  // first: a leftover is provably ours
+    DirectoryWriter writer(tmp);
     fill(writer);
-    writer.finish();
+    fs::remove(tmp / manifest_name);
+    create_file(tmp / manifest_name, manifest_text(tag, &writer.files_));
     sync_tree(tmp);
   } catch (...) {
     fs::remove_all(tmp, ec);
@@ -105,34 +86,27 @@ void write_directory_atomically(const fs::path& dir, const OutputTag& tag,
   }
 
   pause_point("directory.swapping");
-  if (!existed) {
-    if (::rename(tmp.c_str(), target.c_str()) != 0) {
-      const int e = errno;
-      fs::remove_all(tmp, ec);
-      throw Error("cannot rename " + tmp.string() + " to " + target.string() + ": " + std::strerror(e));
-    }
-    fsync_directory(parent);
-    return;
-  }
-  // One atomic step: afterwards tmp holds the previous version.
+  // Into place in one step; an exchange leaves the previous version in tmp.
   fs::path previous = tmp;
-  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0) {
-    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) {
-      const int e = errno;
-      fs::remove_all(tmp, ec);
-      throw Error("cannot replace " + target.string() + " by " + tmp.string() + ": " + std::strerror(e));
-    }
-    // No exchange on this file system: two renames, the previous version under the .old name between.
+  int rc = existed ? ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE)
+                   : ::rename(tmp.c_str(), target.c_str());
+  int err = rc == 0 ? 0 : errno;
+  if (existed && (err == EINVAL || err == ENOSYS || err == ENOTSUP)) {
+    // No exchange on this file system: two renames; a run killed between them leaves the previous
+    // version whole under the .old name.
     previous = target;
     previous += ".old-" + std::to_string(::getpid());
-    if (::rename(target.c_str(), previous.c_str()) != 0 || ::rename(tmp.c_str(), target.c_str()) != 0) {
-      const int e = errno;
-      if (!fs::exists(target)) fs::rename(previous, target, ec);  // put the previous version back
-      fs::remove_all(tmp, ec);
-      throw Error("cannot replace " + target.string() + " by " + tmp.string() + ": " + std::strerror(e));
-    }
+    rc = ::rename(target.c_str(), previous.c_str());
+    if (rc == 0) rc = ::rename(tmp.c_str(), target.c_str());
+    err = rc == 0 ? 0 : errno;
+    if (rc != 0 && !fs::exists(target, ec)) fs::rename(previous, target, ec);  // put the previous version back
+  }
+  if (err != 0) {
+    fs::remove_all(tmp, ec);
+    throw Error("cannot put " + tmp.string() + " in place of " + target.string() + ": " + std::strerror(err));
   }
   fsync_directory(parent);
+  if (!existed) return;
   pause_point("directory.cleaning");
   fs::remove_all(previous, ec);
   if (ec) throw Error("wrote " + target.string() + " but cannot remove its previous version " + previous.string() + ": " +

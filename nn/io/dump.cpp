@@ -10,7 +10,7 @@
 namespace gs::nn {
 
 double write_dump(const std::filesystem::path& dir, std::string_view program, const ModelConfig& config, Module& model,
-                  const Batch& batch, const LossFunction& loss,
+                  const Batch& batch, const BatchLoss& loss,
                   const std::vector<std::pair<std::string, Array>>& extra) {
   Tape& tape = Tape::current();
   tape.reset();

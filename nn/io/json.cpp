@@ -1,6 +1,7 @@
 #include "nn/io/json.hpp"
 
 #include <climits>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "engine/error.hpp"
@@ -41,96 +42,51 @@ std::string without_prefix(const std::string& what) {
   return what.rfind("[json.exception.", 0) == 0 && end != std::string::npos ? what.substr(end + 2) : what;
 }
 
-// nlohmann's SAX interface, building the document as nlohmann's own parser does (a stack of the open
-// containers), plus what that parser lets through: duplicate keys and unbounded nesting. nlohmann's
-// parser itself is a loop, not a recursion, so no input overflows the stack.
-class StrictBuilder final : public nlohmann::json_sax<json> {
- public:
-  explicit StrictBuilder(json& root) : root_(root) {}
-  const std::string& error() const { return error_; }
-
-  bool null() override { return add(nullptr); }
-  bool boolean(bool value) override { return add(value); }
-  bool number_integer(number_integer_t value) override { return add(value); }
-  bool number_unsigned(number_unsigned_t value) override { return add(value); }
-  bool number_float(number_float_t value, const string_t&) override { return add(value); }
-  bool string(string_t& value) override { return add(std::move(value)); }
-  bool binary(binary_t&) override { return refuse("binary values are not JSON"); }
-  bool start_object(std::size_t) override { return open(json::object()); }
-  bool start_array(std::size_t) override { return open(json::array()); }
-  bool end_object() override { return close(); }
-  bool end_array() override { return close(); }
-
-  bool key(string_t& key) override {
-    if (open_.back()->contains(key))
-      return refuse("duplicate key " + shown(key) + (paths_.back().empty() ? " at the top level" : " in " + paths_.back()));
-    key_ = std::move(key);
-    return true;
-  }
-
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
-    error_ = "invalid JSON: " + without_prefix(e.what());
-    if (error_.find(" at line ") == std::string::npos) error_ += " (at byte " + std::to_string(position) + ")";
-    return false;
-  }
-
- private:
-  bool refuse(const std::string& what) {
-    error_ = "invalid JSON: " + what;
-    return false;
-  }
-
-  // Where the next value goes: the document itself, the end of the open array, or the open object's key.
-  json& slot() {
-    if (open_.empty()) return root_;
-    json& top = *open_.back();
-    if (top.is_array()) {
-      top.push_back(nullptr);
-      return top.back();
-    }
-    return top[key_];
-  }
-  std::string next_path() const {
-    if (open_.empty()) return "";
-    const json& top = *open_.back();
-    return top.is_array() ? paths_.back() + "[" + std::to_string(top.size()) + "]" : join(paths_.back(), key_);
-  }
-
-  bool add(json&& value) {
-    slot() = std::move(value);
-    return true;
-  }
-  bool open(json&& container) {
-    const std::string path = next_path();
-    if (open_.size() == json_max_depth)
-      return refuse("nesting deeper than " + std::to_string(json_max_depth) + " levels" +
-                    (path.empty() ? "" : " at " + (path.size() > 60 ? path.substr(0, 57) + "..." : path)));
-    json& placed = slot();
-    placed = std::move(container);
-    open_.push_back(&placed);  // stays valid: its parent grows only after it is closed
-    paths_.push_back(path);
-    return true;
-  }
-  bool close() {
-    open_.pop_back();
-    paths_.pop_back();
-    return true;
-  }
-
-  json& root_;
-  std::vector<json*> open_;         // the containers being filled, innermost last
-  std::vector<std::string> paths_;  // their paths, for messages
-  std::string key_;                 // the key of the open object's next member
-  std::string error_;
+// What the callback tracks of each open container: its path (for messages), and an object's keys so
+// far or an array's element count.
+struct Open {
+  std::string path;
+  bool array;
+  std::size_t count = 0;
+  std::set<std::string> keys;
+  std::string key;  // an object's current key
 };
 
 }  // namespace
 
 json parse_json(std::string_view text, const std::string& file) {
-  json root;
-  StrictBuilder builder(root);
-  if (!json::sax_parse(text.begin(), text.end(), &builder)) throw Error(file + ": " + builder.error());
-  return root;
+  std::vector<Open> open;
+  auto refuse = [&](const std::string& what) -> bool { throw Error(file + ": invalid JSON: " + what); };
+  auto next_path = [&] {  // the path of the value that comes next
+    if (open.empty()) return std::string();
+    Open& top = open.back();
+    return top.array ? top.path + "[" + std::to_string(top.count++) + "]" : join(top.path, top.key);
+  };
+  const json::parser_callback_t check = [&](int, json::parse_event_t event, json& parsed) {
+    using E = json::parse_event_t;
+    if (event == E::object_start || event == E::array_start) {
+      const std::string path = next_path();
+      if (open.size() == json_max_depth)
+        refuse("nesting deeper than " + std::to_string(json_max_depth) + " levels" +
+               (path.empty() ? "" : " at " + (path.size() > 60 ? path.substr(0, 57) + "..." : path)));
+      open.push_back(Open{path, event == E::array_start, 0, {}, {}});
+    } else if (event == E::object_end || event == E::array_end) {
+      open.pop_back();
+    } else if (event == E::key) {
+      Open& top = open.back();
+      top.key = parsed.get<std::string>();
+      if (!top.keys.insert(top.key).second)
+        refuse("duplicate key " + shown(parsed) + (top.path.empty() ? " at the top level" : " in " + top.path));
+    } else if (!open.empty() && open.back().array) {
+      ++open.back().count;  // a value in an array
+    }
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), check);
+  } catch (const json::exception& e) {
+    throw Error(file + ": invalid JSON: " + without_prefix(e.what()));
+  }
 }
 
 json read_json_file(const std::filesystem::path& path, std::size_t max_bytes) {

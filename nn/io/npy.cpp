@@ -3,7 +3,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
-#include <optional>
+#include <algorithm>
 
 #include <xtensor/xnpy.hpp>
 
@@ -21,15 +21,13 @@ constexpr std::string_view magic("\x93NUMPY", 6);
 constexpr std::size_t max_header = std::size_t{1} << 20;  // numpy itself refuses headers over 10,000 bytes
 constexpr std::size_t max_dimensions = 64;
 
-// The header dict as numpy writes it: {'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }
 struct Header {
   std::string descr;
   bool fortran_order = false;
   Shape shape;
 };
 
-// A small parser of exactly that Python literal: string keys, and values that are a string, True or
-// False, or a tuple of non-negative integers.
+// A parser of exactly that Python dict: string keys, values a string, True or False, or a tuple of integers.
 class HeaderParser {
  public:
   HeaderParser(std::string_view text, const std::string& file) : text_(text), file_(file) {}
@@ -71,9 +69,7 @@ class HeaderParser {
   [[noreturn]] void fail(const std::string& what) const {
     throw Error(file_ + ": corrupt .npy header (" + what + ") at byte " + std::to_string(pos_) + " of the header");
   }
-  void skip_space() {
-    while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_;
-  }
+  void skip_space() { pos_ = std::min(text_.find_first_not_of(' ', pos_), text_.size()); }
   bool eat(char c) {
     if (pos_ < text_.size() && text_[pos_] == c) return ++pos_, true;
     return false;
@@ -82,11 +78,7 @@ class HeaderParser {
     skip_space();
     if (!eat(c)) fail(std::string("expected '") + c + "'");
   }
-  bool word(std::string_view w) {
-    if (text_.substr(pos_, w.size()) != w) return false;
-    pos_ += w.size();
-    return true;
-  }
+  bool word(std::string_view w) { return text_.substr(pos_, w.size()) == w ? (pos_ += w.size(), true) : false; }
   std::string quoted() {
     skip_space();
     const char q = pos_ < text_.size() ? text_[pos_] : '\0';
@@ -97,7 +89,7 @@ class HeaderParser {
     pos_ = end + 1;
     return s;
   }
-  // "()", "(4,)", "(2, 3)": each dimension checked against overflow as it is read.
+  // "()", "(4,)", "(2, 3)"
   Shape tuple() {
     if (!eat('(')) fail("the shape is not a tuple");
     Shape shape;
@@ -147,12 +139,13 @@ xt::xarray<T> parse(std::string_view bytes, const std::string& file, const std::
   if (h.fortran_order) throw Error(file + ": fortran_order is True, only C order (False) is read");
   // The element count, and the span of the dimensions (zeros counted as 1, which bounds the strides
   // xtensor computes from the shape), each checked against overflow.
-  std::size_t span = 1, count = 1, data_bytes = 0;
-  for (std::size_t d : h.shape)
+  std::size_t span = 1, count = 1;
+  for (std::size_t d : h.shape) {
     if (__builtin_mul_overflow(span, d == 0 ? 1 : d, &span) || span > PTRDIFF_MAX / sizeof(T))
       throw Error(file + ": shape " + shape_str(h.shape) + " is too large (its element count overflows)");
-  for (std::size_t d : h.shape) count *= d;  // at most span
-  data_bytes = count * sizeof(T);
+    count *= d;  // at most span
+  }
+  const std::size_t data_bytes = count * sizeof(T);
   const std::size_t data_size = bytes.size() - data_start;
   if (data_size != data_bytes)
     throw Error(file + ": shape " + shape_str(h.shape) + " needs " + std::to_string(data_bytes) +

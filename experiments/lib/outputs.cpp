@@ -1,0 +1,137 @@
+#include "experiments/lib/outputs.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "engine/error.hpp"
+#include "nn/io/atomic_file.hpp"
+
+namespace gs::experiments {
+
+namespace fs = std::filesystem;
+using nn::fail;
+
+namespace {
+
+// The locks this process holds, by lock file: their files are removed when it exits.
+struct HeldLocks {
+  std::mutex mutex;
+  std::map<std::string, int> fds;
+  ~HeldLocks() {
+    for (const auto& [file, fd] : fds) {
+      ::unlink(file.c_str());  // first: a process that opened the file before sees another inode and retries
+      ::close(fd);
+    }
+  }
+};
+HeldLocks held_locks;
+
+// "PID PROGRAM" as a lock file holds it; pid 0 if it holds nothing readable.
+std::pair<long, std::string> lock_holder(int fd) {
+  char buf[256] = {}, program[128] = {};
+  long pid = 0;
+  if (::pread(fd, buf, sizeof buf - 1, 0) <= 0 || std::sscanf(buf, "%ld %127s", &pid, program) < 1) return {0, ""};
+  return {pid, program};
+}
+
+}  // namespace
+
+void lock_output(const fs::path& target, std::string_view flag, std::string_view program) {
+  std::error_code ec;
+  fs::path p = fs::absolute(target, ec).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();  // "out/" -> "out"
+  const fs::path file = p == p.root_path() ? p / ".gradscope.lock" : p.parent_path() / (p.filename().string() + ".lock");
+  std::lock_guard<std::mutex> guard(held_locks.mutex);
+  if (held_locks.fds.count(file.string())) return;  // this process holds it already
+  fs::create_directories(file.parent_path(), ec);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) fail(flag, target, "cannot create its lock file " + file.string() + ": " + std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      const auto [pid, who] = lock_holder(fd);
+      ::close(fd);
+      if (err != EWOULDBLOCK) fail(flag, target, "cannot lock " + file.string() + ": " + std::strerror(err));
+      fail(flag, target, "another run is writing it: " + (who.empty() ? std::string("a process") : "gradscope " + who) +
+                             (pid > 0 ? ", pid " + std::to_string(pid) : std::string()) + " (it holds " + file.string() +
+                             "); wait for it to end, or choose another name");
+    }
+    // If the holder before us removed the file meanwhile, this lock is on a file no one else sees.
+    struct stat by_fd {}, by_path {};
+    if (::fstat(fd, &by_fd) != 0 || ::stat(file.c_str(), &by_path) != 0 || by_fd.st_ino != by_path.st_ino) {
+      ::close(fd);
+      continue;
+    }
+    const auto [pid, who] = lock_holder(fd);
+    if (pid > 0 && pid != ::getpid())
+      std::fprintf(stderr, "note: %s %s: took over the lock of gradscope %s, pid %ld, which ended without removing it\n",
+                   std::string(flag).c_str(), target.string().c_str(), who.c_str(), pid);
+    const std::string mine = std::to_string(::getpid()) + " " + std::string(program) + "\n";
+    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, mine.data(), mine.size(), 0) != static_cast<ssize_t>(mine.size())) {
+      ::close(fd);
+      fail(flag, target, "cannot write its lock file " + file.string() + ": " + std::strerror(errno));
+    }
+    held_locks.fds[file.string()] = fd;
+    return;
+  }
+  fail(flag, target, "its lock file " + file.string() + " keeps changing; is another run starting?");
+}
+
+void claim_output_dir(const fs::path& dir, std::string_view flag, const nn::OutputTag& tag) {
+  nn::check_not_inside_whole_output(dir, flag);
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);  // a symbolic link to a directory is used as that directory
+  const fs::path manifest = dir / nn::manifest_name;
+  if (!fs::exists(st)) {
+    nn::check_creatable(dir, flag);
+    fs::create_directories(dir, ec);
+    if (ec) fail(flag, dir, "cannot create it: " + ec.message());
+  } else if (!fs::is_directory(st)) {
+    fail(flag, dir, "exists and is not a directory");
+  } else if (fs::exists(fs::symlink_status(manifest, ec))) {
+    nn::Manifest m;
+    try {
+      m = nn::read_manifest(dir);
+    } catch (const Error& e) {
+      fail(flag, dir, "its manifest cannot be read (" + std::string(e.what()) + "); choose another directory");
+    }
+    if (m.tag.program != tag.program || m.tag.kind != tag.kind)
+      fail(flag, dir, "holds " + nn::describe(m.tag) + ", not " + nn::describe(tag) + "; choose another directory");
+  } else if (!fs::is_empty(dir, ec) || ec) {
+    fail(flag, dir, "is not empty and holds no " + std::string(nn::manifest_name) +
+                        ", so gradscope did not write it; choose another directory or an empty one");
+  }
+  lock_output(dir, flag, tag.program);  // every check passed: a second run stops here
+  try {
+    nn::write_file_atomically(manifest, nn::manifest_text(tag, nullptr));  // also shows that it is writable
+  } catch (const Error& e) {
+    fail(flag, dir, std::string("cannot write into it: ") + e.what());
+  }
+}
+
+void check_output_dir(const fs::path& dir, std::string_view flag, const nn::OutputTag& tag) {
+  const fs::path name = dir.lexically_normal().filename();
+  if (name == "." || name == "..") fail(flag, dir, "cannot be replaced as a whole; name a directory below it");
+  nn::check_not_inside_whole_output(dir, flag);
+  nn::remove_stale_leftovers(dir, tag);
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(dir, ec);
+  if (fs::exists(st)) {
+    if (fs::is_symlink(st)) fail(flag, dir, "is a symbolic link; name the directory itself");
+    if (!fs::is_directory(st)) fail(flag, dir, "exists and is not a directory");
+    if (const std::string why = nn::why_not_replaceable(dir, tag); !why.empty()) fail(flag, dir, why + "; not replacing it");
+  }
+  nn::check_creatable(dir, flag);
+  lock_output(dir, flag, tag.program);  // every check passed: a second run is refused from here on
+}
+
+}  // namespace gs::experiments

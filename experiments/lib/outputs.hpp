@@ -1,0 +1,23 @@
+// The binaries' output directories, claimed before any work (the rules: nn/io/ownership.hpp).
+//   --out DIR (filled file by file): claim_output_dir creates DIR with a manifest naming the program and
+//   "out", or reuses it when it is empty or holds that manifest. Files of other names in it are left alone.
+//   --save DIR, --dump DIR (written as a whole at the end): check_output_dir refuses now what
+//   nn::write_directory_atomically would refuse then, and creates nothing.
+// Both take a lock for the rest of the process: flock(2) on TARGET.lock beside the target, holding
+// "PID PROGRAM". A second run asking for the same output is refused at once, naming the holder; the
+// kernel releases the lock however the process ends, a normal exit removes the file, and a file left
+// by a process that is gone is taken over with a note on stderr.
+#pragma once
+
+#include <filesystem>
+#include <string_view>
+
+#include "nn/io/ownership.hpp"
+
+namespace gs::experiments {
+
+void claim_output_dir(const std::filesystem::path& dir, std::string_view flag, const nn::OutputTag& tag);
+void check_output_dir(const std::filesystem::path& dir, std::string_view flag, const nn::OutputTag& tag);
+void lock_output(const std::filesystem::path& target, std::string_view flag, std::string_view program);
+
+}  // namespace gs::experiments
