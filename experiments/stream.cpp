@@ -296,12 +296,11 @@ void report(const Scan& s, const std::filesystem::path& out) {
 
 // One seed's order-2 Markov corpus over `vocab` tokens, long enough for `steps` training batches.
 nn::Dataset seed_corpus(std::size_t vocab, std::size_t B, std::size_t T, std::size_t steps, unsigned seed) {
-  nn::MarkovOptions markov;
-  markov.vocab = vocab;
-  markov.seed = seed;
-  const nn::MarkovChain chain(markov);
-  return nn::markov_dataset(chain, std::max<std::size_t>(steps * B * (T + 1), 4 * B * (T + 1)) + 1024,
-                            4 * B * (T + 1) + 1024, seed);
+  CorpusOptions markov;
+  markov.concentration = 0.1;  // nn::MarkovOptions' peakedness, not the grids' 0.05
+  markov.train_tokens = std::max<std::size_t>(steps * B * (T + 1), 4 * B * (T + 1)) + 1024;
+  markov.validation_tokens = 4 * B * (T + 1) + 1024;
+  return build_corpus(markov, vocab, seed, T).data;
 }
 
 // --html: a recorder of the first seed's training steps, with the measured pass (as step `steps`)
@@ -327,6 +326,23 @@ explorer::Run record_measured_pass(explorer::RunRecorder& rec, nn::TransformerLM
                                           std::to_string(steps) + ")"
                                     : "the measured pass at initialization (step 0)"}};
   return rec.take();
+}
+
+// What is measured, printed before the run.
+void print_header(const Experiment& ex, std::size_t steps, double lr, std::size_t warmup) {
+  const ModelOptions& mo = ex.model;
+  const std::size_t B = mo.batch, T = mo.seq;
+  std::printf("stream: the residual stream of a TransformerLM, forward and backward\n");
+  std::printf("model: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch B=%zu, T=%zu%s\n", mo.vocab,
+              mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), B, T, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
+  std::printf("measured %s, on one batch of an order-2 Markov corpus per seed; %zu seeds (%u..%u), mean ± std\n",
+              steps ? ("after " + std::to_string(steps) + " Adam steps (lr " + fmt(lr) + ", warmup " +
+                       std::to_string(warmup) + ")").c_str()
+                    : "at initialization",
+              ex.seeds, mo.seed, mo.seed + static_cast<unsigned>(ex.seeds) - 1);
+  std::printf("positions: emb = the input of block 0; blocks.l.mid = after block l's attention sublayer;\n"
+              "           blocks.l.out = after its MLP sublayer = the input of block l+1\n\n");
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -362,17 +378,7 @@ int main(int argc, char** argv) {
     largest.layers = depths.back();
     ex.check_memory(largest, steps ? 2 : 0, true, depths.size() * ex.placements.size() * ex.seeds,
                     8.0 * static_cast<double>(ex.seeds) * static_cast<double>(std::max(steps, std::size_t{4}) * B * (T + 1)));
-    std::printf("stream: the residual stream of a TransformerLM, forward and backward\n");
-    std::printf("model: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch B=%zu, T=%zu%s\n", mo.vocab,
-                mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), B, T, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
-    std::printf("measured %s, on one batch of an order-2 Markov corpus per seed; %zu seeds (%u..%u), mean ± std\n",
-                steps ? ("after " + std::to_string(steps) + " Adam steps (lr " + fmt(lr) + ", warmup " +
-                         std::to_string(warmup) + ")").c_str()
-                      : "at initialization",
-                ex.seeds, mo.seed, mo.seed + static_cast<unsigned>(ex.seeds) - 1);
-    std::printf("positions: emb = the input of block 0; blocks.l.mid = after block l's attention sublayer;\n"
-                "           blocks.l.out = after its MLP sublayer = the input of block l+1\n\n");
-    std::fflush(stdout);
+    print_header(ex, steps, lr, warmup);
 
     std::vector<nn::Dataset> data;  // per seed: the corpus, and the batch measured on
     std::vector<nn::Batch> batches;

@@ -90,10 +90,7 @@ std::string DemoRun::name() const {
 }
 
 Page demo_page(const DemoOptions& o) {
-  experiments::MarkovCorpusOptions mc;
-  mc.vocab = o.vocab;
-  mc.seed = o.seed;
-  const experiments::Corpus corpus = experiments::markov_corpus(mc, o.seq);
+  const experiments::Corpus corpus = experiments::build_corpus({}, o.vocab, o.seed, o.seq);
   std::vector<Run> runs(o.runs.size());
   std::mutex mutex;
   experiments::parallel_for(o.runs.size(), o.jobs, [&](std::size_t i) {
