@@ -59,12 +59,10 @@ std::vector<DemoRun> parse_runs(const std::vector<std::string>& runs) {
 
 // Refuses runs that cannot fit in memory, --jobs of them at once.
 void check_memory(const DemoOptions& o) {
-  gs::nn::ModelConfig c;
-  c.vocab = o.vocab, c.context = o.seq, c.d_model = o.d_model, c.heads = o.heads, c.layers = o.layers;
-  c.d_ff = o.d_ff;
+  const gs::nn::ModelConfig& c = o.model;
   const std::size_t at_once = std::max<std::size_t>(1, std::min<std::size_t>(o.jobs, o.runs.size()));
   gs::experiments::check_fits(gs::experiments::footprint(c, o.batch, 2, true), at_once, 0.0,
-                              "--layers " + std::to_string(o.layers) + " --d-model " + std::to_string(o.d_model) +
+                              "--layers " + std::to_string(c.layers) + " --d-model " + std::to_string(c.d_model) +
                                   " --d-ff " + std::to_string(c.ff()) + " --jobs " + std::to_string(o.jobs));
 }
 
@@ -84,18 +82,18 @@ int main(int argc, char** argv) {
            "intervention of `causes` in every block (ln-undo-gain, ln-detach-stats, detach-skip, detach-branch, freeze-ln)");
   add_flag(app, "--steps", o.steps, "training steps per run");
   add_flag(app, "--lr", o.lr, "peak learning rate of Adam(0.9, 0.98)");
-  add_flag(app, "--layers", o.layers, "blocks (the graph view draws up to about 4)");
-  add_flag(app, "--d-model", o.d_model, "model width");
-  add_flag(app, "--heads", o.heads, "attention heads (must divide --d-model)");
-  add_flag(app, "--d-ff", o.d_ff, "feed-forward width");
-  add_flag(app, "--seed", o.seed, "initialisation, corpus and batch seed");
+  add_flag(app, "--layers", o.model.layers, "blocks (the graph view draws up to about 4)");
+  add_flag(app, "--d-model", o.model.d_model, "model width");
+  add_flag(app, "--heads", o.model.heads, "attention heads (must divide --d-model)");
+  add_flag(app, "--d-ff", o.model.d_ff, "feed-forward width");
+  add_flag(app, "--seed", o.model.seed, "initialisation, corpus and batch seed");
   add_flag(app, "--jobs", o.jobs, "runs trained at once");
 
   return ex.main(argc, argv, [&] {
     if (html.file.empty()) throw gs::experiments::FlagError("--html: the page needs a file name");
-    if (o.d_model % o.heads != 0)
-      throw gs::experiments::FlagError("--heads " + std::to_string(o.heads) + " does not divide --d-model " +
-                                       std::to_string(o.d_model));
+    if (o.model.d_model % o.model.heads != 0)
+      throw gs::experiments::FlagError("--heads " + std::to_string(o.model.heads) + " does not divide --d-model " +
+                                       std::to_string(o.model.d_model));
     o.recorder = html.recorder();
     o.runs = parse_runs(runs);
     if (o.runs.empty() && html.add.empty())
