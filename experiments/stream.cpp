@@ -43,7 +43,9 @@
 
 using namespace gs;
 using namespace gs::experiments;
-using namespace gs::analysis;
+// What this experiment takes from analysis/:
+using analysis::PathSplit, analysis::StreamPosition, analysis::max_abs_diff, analysis::mean_l2,
+    analysis::mean_rms, analysis::rms, analysis::split_gradient, analysis::stream_positions;
 
 namespace {
 
