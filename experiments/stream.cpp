@@ -330,6 +330,26 @@ explorer::Run record_measured_pass(explorer::RunRecorder& rec, nn::TransformerLM
   return rec.take();
 }
 
+// The depths and placements measured (--layers / --placement pick a single one), refused before any
+// work if their largest model, trained `steps` steps, cannot fit in memory.
+void select_scan(Experiment& ex, std::vector<std::size_t>& depths, std::size_t steps) {
+  const ModelOptions& mo = ex.model;
+  if (ex.app.get_option("--layers")->count()) {
+    if (ex.app.get_option("--layers-list")->count()) throw FlagError("give --layers or --layers-list, not both");
+    depths = {mo.layers};
+  }
+  if (ex.app.get_option("--placement")->count()) {
+    if (ex.app.get_option("--placements")->count()) throw FlagError("give --placement or --placements, not both");
+    ex.placements = {mo.placement};
+  }
+  sort_unique(depths);
+  const std::size_t B = mo.batch, T = mo.seq;
+  nn::ModelConfig largest = mo.config();
+  largest.layers = depths.back();
+  ex.check_memory(largest, steps ? 2 : 0, true, depths.size() * ex.placements.size() * ex.seeds,
+                  8.0 * static_cast<double>(ex.seeds) * static_cast<double>(std::max(steps, std::size_t{4}) * B * (T + 1)));
+}
+
 // What is measured, printed before the run.
 void print_header(const Experiment& ex, std::size_t steps, double lr, std::size_t warmup) {
   const ModelOptions& mo = ex.model;
@@ -366,20 +386,8 @@ int main(int argc, char** argv) {
   ex.dump_at_init = false;  // stream dumps its own models, below
   return ex.main(argc, argv, [&] {
     const ModelOptions& mo = ex.model;
-    if (ex.app.get_option("--layers")->count()) {  // --layers / --placement pick a single depth / placement
-      if (ex.app.get_option("--layers-list")->count()) throw FlagError("give --layers or --layers-list, not both");
-      depths = {mo.layers};
-    }
-    if (ex.app.get_option("--placement")->count()) {
-      if (ex.app.get_option("--placements")->count()) throw FlagError("give --placement or --placements, not both");
-      ex.placements = {mo.placement};
-    }
-    sort_unique(depths);
+    select_scan(ex, depths, steps);
     const std::size_t B = mo.batch, T = mo.seq;
-    nn::ModelConfig largest = mo.config();
-    largest.layers = depths.back();
-    ex.check_memory(largest, steps ? 2 : 0, true, depths.size() * ex.placements.size() * ex.seeds,
-                    8.0 * static_cast<double>(ex.seeds) * static_cast<double>(std::max(steps, std::size_t{4}) * B * (T + 1)));
     print_header(ex, steps, lr, warmup);
 
     std::vector<nn::Dataset> data;  // per seed: the corpus, and the batch measured on

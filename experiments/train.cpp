@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -165,23 +166,38 @@ struct Trained {
   std::size_t steps;   // steps finished: o.steps, or fewer when SIGINT/SIGTERM stopped the loop
 };
 
+// --out: train.csv and eval.csv (none without --out), continuing a resumed run's files from `start`.
+std::pair<std::unique_ptr<CsvWriter>, std::unique_ptr<CsvWriter>> open_csvs(const TrainOptions& o, bool z_loss,
+                                                                            std::size_t start) {
+  if (o.out.empty()) return {};
+  std::vector<std::string> columns = {"step", "loss", "lr", "grad_norm", "tokens_per_s"};
+  if (z_loss) columns.push_back("mean_log_z_sq");  // the z-loss term over C, beside the CE in "loss"
+  auto train_csv = std::make_unique<CsvWriter>(std::filesystem::path(o.out) / "train.csv", columns);
+  auto eval_csv = std::make_unique<CsvWriter>(std::filesystem::path(o.out) / "eval.csv",
+                                              std::vector<std::string>{"step", "val_loss"});
+  if (!o.resume.empty()) {
+    train_csv->keep_existing_rows(static_cast<double>(start));
+    eval_csv->keep_existing_rows(static_cast<double>(start));
+  }
+  return {std::move(train_csv), std::move(eval_csv)};
+}
+
+// With a z-loss: mean (log Z)^2 of the last step's batch (the loss trained was CE + C times it; the
+// step's reported loss is the CE). NaN without one.
+double mean_log_z_sq(nn::TransformerLM& model) {
+  if (model.z_loss <= 0) return NAN;
+  const Array& log_z = model.last.log_z.value();  // (B, T), still on the tape
+  double z_term = 0.0;
+  for (double v : log_z) z_term += v * v / static_cast<double>(log_z.size());
+  return z_term;
+}
+
 // Steps start .. o.steps: batch, forward, backward, clip, update; train.csv and eval.csv in --out; then
 // the validation loss averaged over eval_batches batches. A signal stops the loop between two steps
 // (interrupt.hpp); what follows is then done for the steps finished.
 Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t start,
                   const TrainOptions& o) {
-  std::unique_ptr<CsvWriter> train_csv, eval_csv;
-  if (!o.out.empty()) {
-    std::vector<std::string> columns = {"step", "loss", "lr", "grad_norm", "tokens_per_s"};
-    if (model.z_loss > 0) columns.push_back("mean_log_z_sq");  // the z-loss term over C, beside the CE in "loss"
-    train_csv = std::make_unique<CsvWriter>(std::filesystem::path(o.out) / "train.csv", columns);
-    eval_csv = std::make_unique<CsvWriter>(std::filesystem::path(o.out) / "eval.csv",
-                                           std::vector<std::string>{"step", "val_loss"});
-    if (!o.resume.empty()) {  // continue the resumed run's files
-      train_csv->keep_existing_rows(static_cast<double>(start));
-      eval_csv->keep_existing_rows(static_cast<double>(start));
-    }
-  }
+  const auto [train_csv, eval_csv] = open_csvs(o, model.z_loss > 0, start);
   const std::size_t B = setup.batch, T = setup.seq;
   Progress progress("train", o.steps - std::min(start, o.steps), "steps");
   const auto train_start = Clock::now();
@@ -194,13 +210,7 @@ Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const Ste
     if (!r.finite()) throw Error("the loss is " + std::to_string(r.loss) + " at step " + std::to_string(step));
     const double step_seconds = seconds_since(step_start);
     stepping_seconds += step_seconds;  // excludes evaluations
-    // With a z-loss: mean (log Z)^2 of this step's batch (the loss trained was CE + C times it; r.loss is the CE).
-    double z_term = NAN;
-    if (model.z_loss > 0) {
-      const Array& log_z = model.last.log_z.value();  // (B, T), still on the tape
-      z_term = 0.0;
-      for (double v : log_z) z_term += v * v / static_cast<double>(log_z.size());
-    }
+    const double z_term = mean_log_z_sq(model);
     char what[160];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f %6.1fk tok/s", r.loss, r.lr, r.grad_norm,
                   static_cast<double>((step + 1 - start) * B * T) / stepping_seconds / 1000.0);
