@@ -50,7 +50,9 @@
 
 using namespace gs;
 using namespace gs::experiments;
-using namespace gs::analysis;
+// What this experiment takes from analysis/:
+using analysis::MarkovBatches, analysis::block_group, analysis::depth_slopes, analysis::depths_text,
+    analysis::rms;
 
 namespace {
 

@@ -252,11 +252,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> names;
     for (const Variant& v : rows) names.push_back(v.name);
     const std::size_t runs = ex.placements.size() * rows.size() * ex.seeds;
-    ex.check_memory(mo.config(), 2, true, runs, corpus_bytes(mo.vocab, 2, ""));
-    MarkovCorpusOptions co;
-    co.vocab = mo.vocab;
-    co.seed = mo.seed;
-    const Corpus corpus = markov_corpus(co, mo.seq);
+    ex.check_memory(mo.config(), 2, true, runs, corpus_bytes({}, mo.vocab));
+    const Corpus corpus = build_corpus({}, mo.vocab, mo.seed, mo.seq);
     std::printf("causes: %zu runs (%zu placements x %zu rows x %zu seeds), %zu steps each, lr %g\n", runs,
                 ex.placements.size(), rows.size(), ex.seeds, o.steps, o.lr);
     std::printf("  model: layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; %s (vocab %zu), uniform log V %.4f, "

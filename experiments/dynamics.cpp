@@ -45,7 +45,7 @@
 #include "engine/engine.hpp"
 #include "experiments/lib/harness.hpp"
 #include "experiments/lib/interrupt.hpp"
-#include "experiments/lib/optimizer_flags.hpp"
+#include "experiments/lib/training_flags.hpp"
 #include "experiments/lib/report.hpp"
 #include "analysis/step_measures.hpp"
 #include "analysis/stream_split.hpp"
@@ -110,9 +110,7 @@ struct DynamicsOptions {
   std::size_t eval_batches = 20;
   double clip = 0.0;
   double margin = 0.05;
-  std::string text;  // empty: the Markov corpus
-  std::size_t markov_order = 2;
-  double markov_concentration = 0.05;
+  CorpusOptions corpus;  // --text (empty: the Markov corpus), --markov-order, --markov-concentration
   OptimizerSetup opt;  // Adam(0.9, 0.98, eps 1e-8) unless the flags say otherwise
 };
 
@@ -480,10 +478,7 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--eval-batches", o.eval_batches, "held-out batches averaged for the final loss");
   add_flag(ex.app, "--clip", o.clip, "clip the global gradient norm to this");
   add_flag(ex.app, "--margin", o.margin, "verdict margin in nats (as in warmup)");
-  add_flag(ex.app, "--text", o.text, "train on this text file's characters instead of the Markov corpus");
-  add_flag(ex.app, "--markov-order", o.markov_order, "Markov corpus: tokens of context (as train's)");
-  add_flag(ex.app, "--markov-concentration", o.markov_concentration, "Markov corpus: Dirichlet concentration of each "
-           "next-token distribution (as train's)");
+  add_corpus_flags(ex.app, o.corpus, true);
   add_optimizer_flags(ex.app, o.opt, true);
   describe(ex.app, "--placements", "placements to train (comma-separated)");
   return ex.main(argc, argv, [&] {
@@ -491,15 +486,14 @@ int main(int argc, char** argv) {
     const ModelOptions& mo = ex.model;
     keep_first_of_each(o.warmups);
     nn::ModelConfig largest = mo.config();
-    largest.vocab = o.text.empty() ? mo.vocab : 256;
+    largest.vocab = o.corpus.text.empty() ? mo.vocab : 256;
     const std::size_t runs = ex.placements.size() * o.warmups.size() * ex.seeds;
-    ex.check_memory(largest, 2, true, runs, corpus_bytes(mo.vocab, o.markov_order, o.text));
-    const MarkovCorpusOptions co{mo.vocab, o.markov_order, o.markov_concentration, mo.seed};
-    const Corpus corpus = o.text.empty() ? markov_corpus(co, mo.seq) : text_corpus(o.text);
+    ex.check_memory(largest, 2, true, runs, corpus_bytes(o.corpus, mo.vocab));
+    const Corpus corpus = build_corpus(o.corpus, mo.vocab, mo.seed, mo.seq);
     std::printf(
         "dynamics: %s (vocab %zu); layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; %s, "
         "lr %g, linear warmup then constant, clip %s; %zu steps; seeds %u..%zu\n",
-        (o.text.empty() ? "markov order " + std::to_string(o.markov_order) + ", concentration " + fmt(o.markov_concentration)
+        (o.corpus.text.empty() ? "markov order " + std::to_string(o.corpus.order) + ", concentration " + fmt(o.corpus.concentration)
                         : corpus.name).c_str(), corpus.data.vocab(), mo.layers, mo.d_model, mo.heads, mo.batch, mo.seq,
         o.opt.text() == OptimizerSetup{}.text() ? "Adam(0.9, 0.98)" : o.opt.text().c_str(), o.lr,
         o.clip > 0 ? fmt(o.clip).c_str() : "off", o.steps, mo.seed, mo.seed + ex.seeds - 1);

@@ -25,6 +25,49 @@
 using namespace gs::explorer;
 using gs::experiments::add_flag;
 
+namespace {
+
+// --runs PLACEMENT:WARMUP[:CHANGE],...: the runs to train; a malformed or refused one is a FlagError.
+std::vector<DemoRun> parse_runs(const std::vector<std::string>& runs) {
+  std::vector<DemoRun> parsed;
+  for (const std::string& r : runs) {
+    if (r.empty()) continue;
+    const std::size_t colon = r.find(':'), second = colon == std::string::npos ? colon : r.find(':', colon + 1);
+    DemoRun d;
+    d.placement = r.substr(0, colon);
+    const std::string warmup = colon == std::string::npos ? "" : r.substr(colon + 1, second - colon - 1);
+    if (warmup.empty() || warmup.find_first_not_of("0123456789") != std::string::npos || warmup.size() > 9 ||
+        (second != std::string::npos && second + 1 == r.size()))
+      throw gs::experiments::FlagError("--runs: '" + r + "' is not PLACEMENT:WARMUP[:CHANGE], e.g. post:0, pre:100 or post:0:radam");
+    d.warmup = std::stoul(warmup);
+    if (second != std::string::npos) d.change = r.substr(second + 1);
+    try {
+      gs::nn::parse_placement(d.placement);
+      if (!d.change.empty() && d.change != "radam") {
+        gs::nn::ModelConfig config;
+        config.placement = gs::nn::parse_placement(d.placement);
+        const std::string why = gs::nn::refusal(gs::nn::parse_interventions(d.change), config);
+        if (!why.empty()) throw gs::Error(why);
+      }
+    } catch (const gs::Error& e) {
+      throw gs::experiments::FlagError("--runs " + r + ": " + e.what());
+    }
+    parsed.push_back(d);
+  }
+  return parsed;
+}
+
+// Refuses runs that cannot fit in memory, --jobs of them at once.
+void check_memory(const DemoOptions& o) {
+  const gs::nn::ModelConfig& c = o.model;
+  const std::size_t at_once = std::max<std::size_t>(1, std::min<std::size_t>(o.jobs, o.runs.size()));
+  gs::experiments::check_fits(gs::experiments::footprint(c, o.batch, 2, true), at_once, 0.0,
+                              "--layers " + std::to_string(c.layers) + " --d-model " + std::to_string(c.d_model) +
+                                  " --d-ff " + std::to_string(c.ff()) + " --jobs " + std::to_string(o.jobs));
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   gs::experiments::Experiment ex("explorer", "explorer: train Post-LN and Pre-LN and write the explorer page "
                                              "(docs/explorer.md)");
@@ -39,55 +82,23 @@ int main(int argc, char** argv) {
            "intervention of `causes` in every block (ln-undo-gain, ln-detach-stats, detach-skip, detach-branch, freeze-ln)");
   add_flag(app, "--steps", o.steps, "training steps per run");
   add_flag(app, "--lr", o.lr, "peak learning rate of Adam(0.9, 0.98)");
-  add_flag(app, "--layers", o.layers, "blocks (the graph view draws up to about 4)");
-  add_flag(app, "--d-model", o.d_model, "model width");
-  add_flag(app, "--heads", o.heads, "attention heads (must divide --d-model)");
-  add_flag(app, "--d-ff", o.d_ff, "feed-forward width");
-  add_flag(app, "--seed", o.seed, "initialisation, corpus and batch seed");
+  add_flag(app, "--layers", o.model.layers, "blocks (the graph view draws up to about 4)");
+  add_flag(app, "--d-model", o.model.d_model, "model width");
+  add_flag(app, "--heads", o.model.heads, "attention heads (must divide --d-model)");
+  add_flag(app, "--d-ff", o.model.d_ff, "feed-forward width");
+  add_flag(app, "--seed", o.model.seed, "initialisation, corpus and batch seed");
   add_flag(app, "--jobs", o.jobs, "runs trained at once");
 
   return ex.main(argc, argv, [&] {
     if (html.file.empty()) throw gs::experiments::FlagError("--html: the page needs a file name");
-    if (o.d_model % o.heads != 0)
-      throw gs::experiments::FlagError("--heads " + std::to_string(o.heads) + " does not divide --d-model " +
-                                       std::to_string(o.d_model));
+    if (o.model.d_model % o.model.heads != 0)
+      throw gs::experiments::FlagError("--heads " + std::to_string(o.model.heads) + " does not divide --d-model " +
+                                       std::to_string(o.model.d_model));
     o.recorder = html.recorder();
-    o.runs.clear();
-    for (const std::string& r : runs) {
-      if (r.empty()) continue;
-      const std::size_t colon = r.find(':'), second = colon == std::string::npos ? colon : r.find(':', colon + 1);
-      DemoRun d;
-      d.placement = r.substr(0, colon);
-      const std::string warmup = colon == std::string::npos ? "" : r.substr(colon + 1, second - colon - 1);
-      if (warmup.empty() || warmup.find_first_not_of("0123456789") != std::string::npos || warmup.size() > 9 ||
-          (second != std::string::npos && second + 1 == r.size()))
-        throw gs::experiments::FlagError("--runs: '" + r + "' is not PLACEMENT:WARMUP[:CHANGE], e.g. post:0, pre:100 or post:0:radam");
-      d.warmup = std::stoul(warmup);
-      if (second != std::string::npos) d.change = r.substr(second + 1);
-      try {
-        gs::nn::parse_placement(d.placement);
-        if (!d.change.empty() && d.change != "radam") {
-          gs::nn::ModelConfig config;
-          config.placement = gs::nn::parse_placement(d.placement);
-          const std::string why = gs::nn::refusal(gs::nn::parse_interventions(d.change), config);
-          if (!why.empty()) throw gs::Error(why);
-        }
-      } catch (const gs::Error& e) {
-        throw gs::experiments::FlagError("--runs " + r + ": " + e.what());
-      }
-      o.runs.push_back(d);
-    }
+    o.runs = parse_runs(runs);
     if (o.runs.empty() && html.add.empty())
       throw gs::experiments::FlagError("--runs is empty and no --html-add page: nothing to write");
-    if (!o.runs.empty()) {  // the largest of the runs trained at once, before anything is allocated
-      gs::nn::ModelConfig c;
-      c.vocab = o.vocab, c.context = o.seq, c.d_model = o.d_model, c.heads = o.heads, c.layers = o.layers;
-      c.d_ff = o.d_ff;
-      const std::size_t at_once = std::max<std::size_t>(1, std::min<std::size_t>(o.jobs, o.runs.size()));
-      gs::experiments::check_fits(gs::experiments::footprint(c, o.batch, 2, true), at_once, 0.0,
-                                  "--layers " + std::to_string(o.layers) + " --d-model " + std::to_string(o.d_model) +
-                                      " --d-ff " + std::to_string(c.ff()) + " --jobs " + std::to_string(o.jobs));
-    }
+    if (!o.runs.empty()) check_memory(o);  // the largest of the runs trained at once, before anything is allocated
     check_html(html, "explorer");
     Page page;
     try {

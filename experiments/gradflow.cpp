@@ -36,7 +36,9 @@
 
 using namespace gs;
 using namespace gs::experiments;
-using namespace gs::analysis;
+// What this experiment takes from analysis/:
+using analysis::GradNorms, analysis::MarkovBatches, analysis::block_groups, analysis::depth_slopes,
+    analysis::depths_text, analysis::grad_norms;
 
 namespace {
 

@@ -28,7 +28,7 @@
 #include "engine/engine.hpp"
 #include "experiments/lib/harness.hpp"
 #include "analysis/lr_sensitivity.hpp"
-#include "experiments/lib/optimizer_flags.hpp"
+#include "experiments/lib/training_flags.hpp"
 #include "experiments/lib/report.hpp"
 #include "analysis/step_measures.hpp"
 #include "experiments/lib/training.hpp"
@@ -337,11 +337,8 @@ int main(int argc, char** argv) {
     if (so.warmup > so.steps)
       throw FlagError("--warmup " + std::to_string(so.warmup) + " is more than --steps " + std::to_string(so.steps));
     const std::size_t runs = variants.size() * so.lrs.size() * ex.seeds;
-    ex.check_memory(mo.config(), 2, ex.html_wanted(), runs, corpus_bytes(mo.vocab, 2, ""));
-    MarkovCorpusOptions co;
-    co.vocab = mo.vocab;
-    co.seed = mo.seed;
-    const Corpus corpus = markov_corpus(co, mo.seq);
+    ex.check_memory(mo.config(), 2, ex.html_wanted(), runs, corpus_bytes({}, mo.vocab));
+    const Corpus corpus = build_corpus({}, mo.vocab, mo.seed, mo.seq);
     std::printf("lrsweep: %zu runs (%zu variants x %zu lrs x %zu seeds), %zu steps each\n", runs, variants.size(),
                 so.lrs.size(), ex.seeds, so.steps);
     std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu%s\n", mo.layers,

@@ -39,6 +39,7 @@
 #include "experiments/lib/report.hpp"
 #include "experiments/lib/sharpness_report.hpp"
 #include "experiments/lib/training.hpp"
+#include "experiments/lib/training_flags.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
 
@@ -228,8 +229,8 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--tolerance", go.lanczos.tolerance, "Lanczos: converged when |A y - lambda y| <= tolerance * |lambda|");
   add_flag(ex.app, "--eval-batches", go.eval_batches, "held-out batches averaged for the final loss (the verdict)");
   add_flag(ex.app, "--margin", go.margin, "verdict margin in nats (as warmup's)");
-  add_flag(ex.app, "--markov-order", go.markov_order, "Markov corpus: tokens of context");
-  add_flag(ex.app, "--markov-concentration", go.markov_concentration, "Markov corpus: Dirichlet concentration");
+  CorpusOptions co;  // the Markov corpus only
+  add_corpus_flags(ex.app, co, false);
   describe(ex.app, "--dump", "write the model of the model flags at init, its gradients on the dump batch of --seed, and "
                              "lambda_max.npy, the top eigenvalue of H of that batch's loss (Lanczos at the flags above); as train's --dump, "
                              "an output in addition to the run: the grid is measured too, and the dump written after it");
@@ -240,13 +241,8 @@ int main(int argc, char** argv) {
     keep_first_of_each(go.warmups);
     if (go.every > go.steps) throw FlagError("--every " + std::to_string(go.every) + " is more than --steps " + std::to_string(go.steps));
     const std::size_t runs = ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
-    ex.check_memory(mo.config(), 2, false, runs, corpus_bytes(mo.vocab, go.markov_order, ""));
-    MarkovCorpusOptions co;
-    co.vocab = mo.vocab;
-    co.order = go.markov_order;
-    co.concentration = go.markov_concentration;
-    co.seed = mo.seed;
-    const Corpus corpus = markov_corpus(co, mo.seq);
+    ex.check_memory(mo.config(), 2, false, runs, corpus_bytes(co, mo.vocab));
+    const Corpus corpus = build_corpus(co, mo.vocab, mo.seed, mo.seq);
     const std::vector<CurvatureScope> scopes = curvature_scopes(nn::TransformerLM(mo.config()));
     const std::size_t measured = measured_steps(go).size();
     std::string at;
@@ -257,7 +253,7 @@ int main(int argc, char** argv) {
     std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu; Markov corpus "
                 "(vocab %zu, order %zu); Adam(%g, 0.98, eps 1e-8), linear warmup then constant lr; %u parallel jobs%s\n",
                 mo.layers, mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.vocab,
-                go.markov_order, adam_beta1, ex.jobs, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
+                co.order, adam_beta1, ex.jobs, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
     std::printf("  curvature of the loss of one fixed held-out batch per seed, for the whole model and each of the %zu "
                 "blocks; Lanczos: at most %zu products (2 gradients each), tolerance %s\n",
                 scopes.size() - 1, go.lanczos.max_iterations, fmt(go.lanczos.tolerance).c_str());

@@ -43,7 +43,9 @@
 
 using namespace gs;
 using namespace gs::experiments;
-using namespace gs::analysis;
+// What this experiment takes from analysis/:
+using analysis::PathSplit, analysis::StreamPosition, analysis::max_abs_diff, analysis::mean_l2,
+    analysis::mean_rms, analysis::rms, analysis::split_gradient, analysis::stream_positions;
 
 namespace {
 
@@ -296,12 +298,11 @@ void report(const Scan& s, const std::filesystem::path& out) {
 
 // One seed's order-2 Markov corpus over `vocab` tokens, long enough for `steps` training batches.
 nn::Dataset seed_corpus(std::size_t vocab, std::size_t B, std::size_t T, std::size_t steps, unsigned seed) {
-  nn::MarkovOptions markov;
-  markov.vocab = vocab;
-  markov.seed = seed;
-  const nn::MarkovChain chain(markov);
-  return nn::markov_dataset(chain, std::max<std::size_t>(steps * B * (T + 1), 4 * B * (T + 1)) + 1024,
-                            4 * B * (T + 1) + 1024, seed);
+  CorpusOptions markov;
+  markov.concentration = 0.1;  // nn::MarkovOptions' peakedness, not the grids' 0.05
+  markov.train_tokens = std::max<std::size_t>(steps * B * (T + 1), 4 * B * (T + 1)) + 1024;
+  markov.validation_tokens = 4 * B * (T + 1) + 1024;
+  return build_corpus(markov, vocab, seed, T).data;
 }
 
 // --html: a recorder of the first seed's training steps, with the measured pass (as step `steps`)
@@ -329,6 +330,43 @@ explorer::Run record_measured_pass(explorer::RunRecorder& rec, nn::TransformerLM
   return rec.take();
 }
 
+// The depths and placements measured (--layers / --placement pick a single one), refused before any
+// work if their largest model, trained `steps` steps, cannot fit in memory.
+void select_scan(Experiment& ex, std::vector<std::size_t>& depths, std::size_t steps) {
+  const ModelOptions& mo = ex.model;
+  if (ex.app.get_option("--layers")->count()) {
+    if (ex.app.get_option("--layers-list")->count()) throw FlagError("give --layers or --layers-list, not both");
+    depths = {mo.layers};
+  }
+  if (ex.app.get_option("--placement")->count()) {
+    if (ex.app.get_option("--placements")->count()) throw FlagError("give --placement or --placements, not both");
+    ex.placements = {mo.placement};
+  }
+  sort_unique(depths);
+  const std::size_t B = mo.batch, T = mo.seq;
+  nn::ModelConfig largest = mo.config();
+  largest.layers = depths.back();
+  ex.check_memory(largest, steps ? 2 : 0, true, depths.size() * ex.placements.size() * ex.seeds,
+                  8.0 * static_cast<double>(ex.seeds) * static_cast<double>(std::max(steps, std::size_t{4}) * B * (T + 1)));
+}
+
+// What is measured, printed before the run.
+void print_header(const Experiment& ex, std::size_t steps, double lr, std::size_t warmup) {
+  const ModelOptions& mo = ex.model;
+  const std::size_t B = mo.batch, T = mo.seq;
+  std::printf("stream: the residual stream of a TransformerLM, forward and backward\n");
+  std::printf("model: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch B=%zu, T=%zu%s\n", mo.vocab,
+              mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), B, T, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
+  std::printf("measured %s, on one batch of an order-2 Markov corpus per seed; %zu seeds (%u..%u), mean ± std\n",
+              steps ? ("after " + std::to_string(steps) + " Adam steps (lr " + fmt(lr) + ", warmup " +
+                       std::to_string(warmup) + ")").c_str()
+                    : "at initialization",
+              ex.seeds, mo.seed, mo.seed + static_cast<unsigned>(ex.seeds) - 1);
+  std::printf("positions: emb = the input of block 0; blocks.l.mid = after block l's attention sublayer;\n"
+              "           blocks.l.out = after its MLP sublayer = the input of block l+1\n\n");
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -348,31 +386,9 @@ int main(int argc, char** argv) {
   ex.dump_at_init = false;  // stream dumps its own models, below
   return ex.main(argc, argv, [&] {
     const ModelOptions& mo = ex.model;
-    if (ex.app.get_option("--layers")->count()) {  // --layers / --placement pick a single depth / placement
-      if (ex.app.get_option("--layers-list")->count()) throw FlagError("give --layers or --layers-list, not both");
-      depths = {mo.layers};
-    }
-    if (ex.app.get_option("--placement")->count()) {
-      if (ex.app.get_option("--placements")->count()) throw FlagError("give --placement or --placements, not both");
-      ex.placements = {mo.placement};
-    }
-    sort_unique(depths);
+    select_scan(ex, depths, steps);
     const std::size_t B = mo.batch, T = mo.seq;
-    nn::ModelConfig largest = mo.config();
-    largest.layers = depths.back();
-    ex.check_memory(largest, steps ? 2 : 0, true, depths.size() * ex.placements.size() * ex.seeds,
-                    8.0 * static_cast<double>(ex.seeds) * static_cast<double>(std::max(steps, std::size_t{4}) * B * (T + 1)));
-    std::printf("stream: the residual stream of a TransformerLM, forward and backward\n");
-    std::printf("model: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch B=%zu, T=%zu%s\n", mo.vocab,
-                mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), B, T, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
-    std::printf("measured %s, on one batch of an order-2 Markov corpus per seed; %zu seeds (%u..%u), mean ± std\n",
-                steps ? ("after " + std::to_string(steps) + " Adam steps (lr " + fmt(lr) + ", warmup " +
-                         std::to_string(warmup) + ")").c_str()
-                      : "at initialization",
-                ex.seeds, mo.seed, mo.seed + static_cast<unsigned>(ex.seeds) - 1);
-    std::printf("positions: emb = the input of block 0; blocks.l.mid = after block l's attention sublayer;\n"
-                "           blocks.l.out = after its MLP sublayer = the input of block l+1\n\n");
-    std::fflush(stdout);
+    print_header(ex, steps, lr, warmup);
 
     std::vector<nn::Dataset> data;  // per seed: the corpus, and the batch measured on
     std::vector<nn::Batch> batches;

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -24,7 +25,7 @@
 #include "experiments/lib/interrupt.hpp"
 #include "experiments/lib/report.hpp"
 #include "experiments/lib/resume.hpp"
-#include "experiments/lib/optimizer_flags.hpp"
+#include "experiments/lib/training_flags.hpp"
 #include "experiments/lib/training.hpp"
 #include "nn/io/checkpoint.hpp"
 #include "nn/io/checksum.hpp"
@@ -53,9 +54,7 @@ struct TrainOptions {
     return s;
   }();
   double clip = 1.0;                 // max global gradient norm; 0: no clipping
-  std::string text;                  // a text file; empty: the Markov corpus
-  std::size_t markov_order = 2;
-  double markov_concentration = 0.05;
+  CorpusOptions corpus;              // --text, --markov-order, --markov-concentration
   std::size_t eval_every = 250;      // steps between validation evaluations (0: only at the end)
   std::size_t eval_batches = 40;     // validation batches averaged per evaluation
   std::string out, save, resume, dump;
@@ -118,13 +117,13 @@ void restore_from_checkpoint(Experiment& ex, TrainOptions& o, const nn::Checkpoi
   const bool text_given = ex.app.get_option("--text")->count() > 0;
   restore_flags(ex.app, train.at("flags"), train_flag_kinds, o.resume);
   const std::string saved_text = train.at("flags").has("--text") ? train.at("flags").at("--text").as_string() : "";
-  if (text_given && saved_text.empty() && !o.text.empty())
-    throw Error("--resume " + o.resume + ": --text " + o.text + " contradicts the checkpoint, which was trained on the "
+  if (text_given && saved_text.empty() && !o.corpus.text.empty())
+    throw Error("--resume " + o.resume + ": --text " + o.corpus.text + " contradicts the checkpoint, which was trained on the "
                 "Markov corpus (leave --text out)");
-  if (!o.text.empty() && train.has("data_sha256")) {
-    const std::string saved = train.at("data_sha256").as_string(), now = nn::sha256_of_file(o.text);
+  if (!o.corpus.text.empty() && train.has("data_sha256")) {
+    const std::string saved = train.at("data_sha256").as_string(), now = nn::sha256_of_file(o.corpus.text);
     if (saved != now)
-      throw Error("--resume " + o.resume + ": --text " + o.text + " has SHA-256 " + now + ", the checkpoint was trained on " +
+      throw Error("--resume " + o.resume + ": --text " + o.corpus.text + " has SHA-256 " + now + ", the checkpoint was trained on " +
                   saved_text + " with SHA-256 " + saved + " (the same name must also be the same bytes)");
   }
 }
@@ -132,27 +131,25 @@ void restore_from_checkpoint(Experiment& ex, TrainOptions& o, const nn::Checkpoi
 // What a checkpoint records in its "train" object: the flags, and a text file's SHA-256.
 nlohmann::json train_record(const Experiment& ex, const TrainOptions& o) {
   nlohmann::json record = {{"flags", flag_record(ex.app, train_flag_kinds)}};
-  if (!o.text.empty()) record["data_sha256"] = nn::sha256_of_file(o.text);  // what `sha256sum FILE` prints
+  if (!o.corpus.text.empty()) record["data_sha256"] = nn::sha256_of_file(o.corpus.text);  // what `sha256sum FILE` prints
   return record;
 }
 
 // The corpus, printed; a text file sets the model's vocab.
 Corpus load_corpus(const TrainOptions& o, nn::ModelConfig& config, const std::optional<nn::CheckpointInfo>& resumed) {
-  if (o.text.empty()) {
-    const MarkovCorpusOptions mo{config.vocab, o.markov_order, o.markov_concentration, config.seed};
-    Corpus corpus = markov_corpus(mo, config.context);
-    std::printf("data: Markov chain, vocab %zu, order %zu, concentration %g, seed %u\n", mo.vocab, mo.order,
-                mo.concentration, config.seed);
+  Corpus corpus = build_corpus(o.corpus, config.vocab, config.seed, config.context);
+  if (o.corpus.text.empty()) {
+    std::printf("data: Markov chain, vocab %zu, order %zu, concentration %g, seed %u\n", config.vocab, o.corpus.order,
+                o.corpus.concentration, config.seed);
     std::printf("      entropy rate (the loss floor) %.4f nats/token; log V = %.4f; best mean loss over windows of %zu: "
                 "%.4f\n", corpus.floor, corpus.uniform, config.context, corpus.window_floor);
     return corpus;
   }
-  Corpus corpus = text_corpus(o.text);
   const nn::Dataset& data = corpus.data;
-  std::printf("data: %s, %zu training and %zu validation characters, vocab %zu\n", o.text.c_str(),
+  std::printf("data: %s, %zu training and %zu validation characters, vocab %zu\n", o.corpus.text.c_str(),
               data.tokens(nn::Split::train).size(), data.tokens(nn::Split::validation).size(), data.vocab());
   if (resumed && resumed->config.vocab != data.vocab())
-    throw Error("--text " + o.text + " has vocab " + std::to_string(data.vocab()) + ", the checkpoint " +
+    throw Error("--text " + o.corpus.text + " has vocab " + std::to_string(data.vocab()) + ", the checkpoint " +
                 std::to_string(resumed->config.vocab));
   config.vocab = data.vocab();
   return corpus;
@@ -169,23 +166,38 @@ struct Trained {
   std::size_t steps;   // steps finished: o.steps, or fewer when SIGINT/SIGTERM stopped the loop
 };
 
+// --out: train.csv and eval.csv (none without --out), continuing a resumed run's files from `start`.
+std::pair<std::unique_ptr<CsvWriter>, std::unique_ptr<CsvWriter>> open_csvs(const TrainOptions& o, bool z_loss,
+                                                                            std::size_t start) {
+  if (o.out.empty()) return {};
+  std::vector<std::string> columns = {"step", "loss", "lr", "grad_norm", "tokens_per_s"};
+  if (z_loss) columns.push_back("mean_log_z_sq");  // the z-loss term over C, beside the CE in "loss"
+  auto train_csv = std::make_unique<CsvWriter>(std::filesystem::path(o.out) / "train.csv", columns);
+  auto eval_csv = std::make_unique<CsvWriter>(std::filesystem::path(o.out) / "eval.csv",
+                                              std::vector<std::string>{"step", "val_loss"});
+  if (!o.resume.empty()) {
+    train_csv->keep_existing_rows(static_cast<double>(start));
+    eval_csv->keep_existing_rows(static_cast<double>(start));
+  }
+  return {std::move(train_csv), std::move(eval_csv)};
+}
+
+// With a z-loss: mean (log Z)^2 of the last step's batch (the loss trained was CE + C times it; the
+// step's reported loss is the CE). NaN without one.
+double mean_log_z_sq(nn::TransformerLM& model) {
+  if (model.z_loss <= 0) return NAN;
+  const Array& log_z = model.last.log_z.value();  // (B, T), still on the tape
+  double z_term = 0.0;
+  for (double v : log_z) z_term += v * v / static_cast<double>(log_z.size());
+  return z_term;
+}
+
 // Steps start .. o.steps: batch, forward, backward, clip, update; train.csv and eval.csv in --out; then
 // the validation loss averaged over eval_batches batches. A signal stops the loop between two steps
 // (interrupt.hpp); what follows is then done for the steps finished.
 Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t start,
                   const TrainOptions& o) {
-  std::unique_ptr<CsvWriter> train_csv, eval_csv;
-  if (!o.out.empty()) {
-    std::vector<std::string> columns = {"step", "loss", "lr", "grad_norm", "tokens_per_s"};
-    if (model.z_loss > 0) columns.push_back("mean_log_z_sq");  // the z-loss term over C, beside the CE in "loss"
-    train_csv = std::make_unique<CsvWriter>(std::filesystem::path(o.out) / "train.csv", columns);
-    eval_csv = std::make_unique<CsvWriter>(std::filesystem::path(o.out) / "eval.csv",
-                                           std::vector<std::string>{"step", "val_loss"});
-    if (!o.resume.empty()) {  // continue the resumed run's files
-      train_csv->keep_existing_rows(static_cast<double>(start));
-      eval_csv->keep_existing_rows(static_cast<double>(start));
-    }
-  }
+  const auto [train_csv, eval_csv] = open_csvs(o, model.z_loss > 0, start);
   const std::size_t B = setup.batch, T = setup.seq;
   Progress progress("train", o.steps - std::min(start, o.steps), "steps");
   const auto train_start = Clock::now();
@@ -198,13 +210,7 @@ Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const Ste
     if (!r.finite()) throw Error("the loss is " + std::to_string(r.loss) + " at step " + std::to_string(step));
     const double step_seconds = seconds_since(step_start);
     stepping_seconds += step_seconds;  // excludes evaluations
-    // With a z-loss: mean (log Z)^2 of this step's batch (the loss trained was CE + C times it; r.loss is the CE).
-    double z_term = NAN;
-    if (model.z_loss > 0) {
-      const Array& log_z = model.last.log_z.value();  // (B, T), still on the tape
-      z_term = 0.0;
-      for (double v : log_z) z_term += v * v / static_cast<double>(log_z.size());
-    }
+    const double z_term = mean_log_z_sq(model);
     char what[160];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f %6.1fk tok/s", r.loss, r.lr, r.grad_norm,
                   static_cast<double>((step + 1 - start) * B * T) / stepping_seconds / 1000.0);
@@ -242,8 +248,8 @@ Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const Ste
 Final train_one(Experiment& ex, TrainOptions& o, nn::ModelConfig config, const std::optional<nn::CheckpointInfo>& resumed,
                 Clock::time_point program_start) {
   nn::ModelConfig largest = config;
-  if (!o.text.empty()) largest.vocab = 256;  // a text file has at most 256 distinct bytes
-  ex.check_memory(largest, o.opt.optimizer == "sgd" ? 1 : 2, ex.html_wanted(), 1, corpus_bytes(config.vocab, o.markov_order, o.text));
+  if (!o.corpus.text.empty()) largest.vocab = 256;  // a text file has at most 256 distinct bytes
+  ex.check_memory(largest, o.opt.optimizer == "sgd" ? 1 : 2, ex.html_wanted(), 1, corpus_bytes(o.corpus, config.vocab));
   const Corpus corpus = load_corpus(o, config, resumed);
   const std::size_t B = ex.model.batch, T = config.context;
 
@@ -321,6 +327,36 @@ void draw_graph_at_step(Experiment& ex, const TrainOptions& o, nn::ModelConfig c
                    ex.html.overwrite);
 }
 
+// --resume DIR: the checkpoint, its flags restored into `o` (none without --resume).
+std::optional<nn::CheckpointInfo> resume(Experiment& ex, TrainOptions& o) {
+  if (o.resume.empty()) return std::nullopt;
+  nn::CheckpointInfo resumed = nn::read_checkpoint_info(o.resume);
+  restore_from_checkpoint(ex, o, resumed);
+  if (o.steps < resumed.step)
+    throw FlagError("--resume " + o.resume + ": the checkpoint is at step " + std::to_string(resumed.step) +
+                    ", past --steps " + std::to_string(o.steps) + ": there is nothing to train (give --steps above " +
+                    std::to_string(resumed.step) + ", or leave it out to continue to the recorded --steps)");
+  return resumed;
+}
+
+// --seeds N: the same run for seeds --seed .. --seed + N - 1 (init, data and batches), then the
+// mean and standard deviation of the final figures.
+void train_seeds(Experiment& ex, TrainOptions& o, nn::ModelConfig config, Clock::time_point program_start) {
+  std::vector<double> losses, gaps;
+  for (unsigned seed : ex.seed_list()) {
+    config.seed = seed;
+    std::printf("\n== seed %u ==\n", seed);
+    const Final f = train_one(ex, o, config, std::nullopt, program_start);
+    losses.push_back(f.val_loss);
+    gaps.push_back(f.gap);
+    if (interrupt_signal()) break;
+  }
+  std::printf("\nover %zu seeds (%u..%u, mean ± sd): validation loss %s", losses.size(), ex.seed_list().front(),
+              ex.seed_list().front() + static_cast<unsigned>(losses.size()) - 1, fmt(stat_of(losses), 4).c_str());
+  if (std::isfinite(gaps.front())) std::printf(", gap %s nats", fmt(stat_of(gaps), 4).c_str());
+  std::printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -342,10 +378,7 @@ int main(int argc, char** argv) {
   add_optimizer_flags(ex.app, o.opt, true);
   add_flag(ex.app, "--weight-decay", o.opt.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay");
   add_flag(ex.app, "--clip", o.clip, "clip the global gradient norm to this");
-  add_flag(ex.app, "--text", o.text, "a text file to train on, one token per distinct byte (default: Markov corpus)");
-  add_flag(ex.app, "--markov-order", o.markov_order, "Markov corpus: tokens of context");
-  add_flag(ex.app, "--markov-concentration", o.markov_concentration, "Markov corpus: Dirichlet concentration of each "
-           "context's next-token distribution (smaller: lower entropy)");
+  add_corpus_flags(ex.app, o.corpus, true);
   add_flag(ex.app, "--eval-every", o.eval_every, "steps between validation evaluations");
   add_flag(ex.app, "--eval-batches", o.eval_batches, "validation batches averaged per evaluation");
   add_flag(ex.app, "--out", o.out, "directory for train.csv (step, loss, lr, grad_norm, tokens_per_s; with --z-loss also "
@@ -370,15 +403,7 @@ int main(int argc, char** argv) {
     if (!o.save.empty()) check_output_dir(o.save, "--save", {"train", "checkpoint"});
     if (!o.dump.empty()) check_output_dir(o.dump, "--dump", {"train", "dump"});
     o.schedule = nn::to_string(nn::parse_schedule(o.schedule));  // one name for each: rsqrt is inverse_sqrt
-    std::optional<nn::CheckpointInfo> resumed;
-    if (!o.resume.empty()) {
-      resumed = nn::read_checkpoint_info(o.resume);
-      restore_from_checkpoint(ex, o, *resumed);
-      if (o.steps < resumed->step)
-        throw FlagError("--resume " + o.resume + ": the checkpoint is at step " + std::to_string(resumed->step) +
-                        ", past --steps " + std::to_string(o.steps) + ": there is nothing to train (give --steps above " +
-                        std::to_string(resumed->step) + ", or leave it out to continue to the recorded --steps)");
-    }
+    const std::optional<nn::CheckpointInfo> resumed = resume(ex, o);
     if (o.schedule_steps == 0) o.schedule_steps = o.steps;  // recorded so: a resumed run keeps the schedule
     nn::ModelConfig config = resumed ? resumed->config : ex.model.config();  // its seed too: data and batches
     if (ex.graph_step > 0) {  // --graph FILE --graph-step N: the pass of step N of this training run, drawn
@@ -386,24 +411,7 @@ int main(int argc, char** argv) {
       draw_graph_at_step(ex, o, config);
       return;
     }
-    if (ex.seeds == 1) {
-      train_one(ex, o, config, resumed, program_start);
-      return;
-    }
-    // --seeds N: the same run for seeds --seed .. --seed + N - 1 (init, data and batches), then the
-    // mean and standard deviation of the final figures.
-    std::vector<double> losses, gaps;
-    for (unsigned seed : ex.seed_list()) {
-      config.seed = seed;
-      std::printf("\n== seed %u ==\n", seed);
-      const Final f = train_one(ex, o, config, resumed, program_start);
-      losses.push_back(f.val_loss);
-      gaps.push_back(f.gap);
-      if (interrupt_signal()) break;
-    }
-    std::printf("\nover %zu seeds (%u..%u, mean ± sd): validation loss %s", losses.size(), ex.seed_list().front(),
-                ex.seed_list().front() + static_cast<unsigned>(losses.size()) - 1, fmt(stat_of(losses), 4).c_str());
-    if (std::isfinite(gaps.front())) std::printf(", gap %s nats", fmt(stat_of(gaps), 4).c_str());
-    std::printf("\n");
+    if (ex.seeds == 1) train_one(ex, o, config, resumed, program_start);
+    else train_seeds(ex, o, config, program_start);
   });
 }

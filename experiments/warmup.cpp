@@ -25,7 +25,7 @@
 
 #include "engine/engine.hpp"
 #include "experiments/lib/harness.hpp"
-#include "experiments/lib/optimizer_flags.hpp"
+#include "experiments/lib/training_flags.hpp"
 #include "experiments/lib/report.hpp"
 #include "experiments/lib/training.hpp"
 #include "nn/optim.hpp"
@@ -40,13 +40,11 @@ struct GridOptions {
   std::vector<double> lrs = {1e-3, 3e-3, 1e-2, 3e-2};
   std::vector<std::size_t> warmups = {0, 100};
   std::vector<std::string> datasets = {"markov", "text"};
-  std::string text = "/usr/share/common-licenses/GPL-3";
   std::size_t steps = 300;
   std::size_t eval_batches = 20;
   double clip = 0.0;
   double margin = 0.05;
-  std::size_t markov_order = 2;
-  double markov_concentration = 0.05;
+  CorpusOptions corpus;     // --markov-order, --markov-concentration; --text is the text corpus's file
   std::size_t window = 10;  // steps per point of the loss curves
   OptimizerSetup opt;       // Adam(0.9, 0.98, eps 1e-8) unless the flags say otherwise
 };
@@ -272,16 +270,9 @@ void report(const Cells& g, const std::vector<Corpus>& corpora, const std::vecto
 std::vector<Corpus> load_corpora(const GridOptions& go, const ModelOptions& mo) {
   std::vector<Corpus> corpora;
   for (const std::string& name : go.datasets) {
-    if (name == "text") {
-      corpora.push_back(text_corpus(go.text));
-      continue;
-    }
-    MarkovCorpusOptions o;
-    o.vocab = mo.vocab;
-    o.order = go.markov_order;
-    o.concentration = go.markov_concentration;
-    o.seed = mo.seed;
-    corpora.push_back(markov_corpus(o, mo.seq));
+    CorpusOptions one = go.corpus;
+    if (name != "text") one.text.clear();
+    corpora.push_back(build_corpus(one, mo.vocab, mo.seed, mo.seq));
   }
   return corpora;
 }
@@ -300,13 +291,13 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--lrs", go.lrs, "peak learning rates (comma-separated)");
   add_flag(ex.app, "--warmups", go.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)");
   add_flag(ex.app, "--datasets", go.datasets, "corpora: markov and/or text (comma-separated)");
-  add_flag(ex.app, "--text", go.text, "the text file of the text corpus (one token per distinct byte)");
+  go.corpus.text = "/usr/share/common-licenses/GPL-3";
+  add_flag(ex.app, "--text", go.corpus.text, "the text file of the text corpus (one token per distinct byte)");
   add_flag(ex.app, "--steps", go.steps, "training steps per run");
   add_flag(ex.app, "--eval-batches", go.eval_batches, "held-out batches averaged for the final loss");
   add_flag(ex.app, "--clip", go.clip, "clip the global gradient norm to this");
   add_flag(ex.app, "--margin", go.margin, "verdict margin in nats (see the verdicts above)");
-  add_flag(ex.app, "--markov-order", go.markov_order, "Markov corpus: tokens of context");
-  add_flag(ex.app, "--markov-concentration", go.markov_concentration, "Markov corpus: Dirichlet concentration");
+  add_corpus_flags(ex.app, go.corpus, false);
   add_flag(ex.app, "--window", go.window, "steps averaged per point of the loss curves");
   add_optimizer_flags(ex.app, go.opt, true);
   describe(ex.app, "--seeds", "seeds per grid cell (default 1 to keep the grid fast; the cell then "
@@ -323,7 +314,9 @@ int main(int argc, char** argv) {
     nn::ModelConfig largest = mo.config();
     largest.vocab = std::max<std::size_t>(mo.vocab, text ? 256 : 0);
     const std::size_t runs = go.datasets.size() * ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
-    ex.check_memory(largest, 2, ex.html_wanted(), runs, corpus_bytes(mo.vocab, go.markov_order, "") + (text ? corpus_bytes(0, 0, go.text) : 0));
+    CorpusOptions markov = go.corpus;
+    markov.text.clear();
+    ex.check_memory(largest, 2, ex.html_wanted(), runs, corpus_bytes(markov, mo.vocab) + (text ? corpus_bytes(go.corpus, 0) : 0));
     const std::vector<Corpus> corpora = load_corpora(go, mo);
     std::printf("warmup: %zu runs (%zu placements x %zu lrs x %zu warmups x %zu corpora x %zu seeds), %zu steps each\n",
                 runs, ex.placements.size(), go.lrs.size(), go.warmups.size(), corpora.size(), ex.seeds, go.steps);

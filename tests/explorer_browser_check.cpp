@@ -70,10 +70,10 @@ int main(int argc, char** argv) {
   try {
     const auto start = Clock::now();
     gs::explorer::DemoOptions o;
-    o.layers = 2;
-    o.d_model = 16;
-    o.heads = 2;
-    o.d_ff = 32;
+    o.model.layers = 2;
+    o.model.d_model = 16;
+    o.model.heads = 2;
+    o.model.d_ff = 32;
     o.steps = 6;
     o.eval_batches = 2;
     o.runs = {{"post", 0, ""}, {"pre", 0, ""}, {"post", 0, "ln-undo-gain"}};

@@ -19,12 +19,10 @@ nn::ModelConfig tiny_post() {
 }
 
 Corpus tiny_corpus() {
-  MarkovCorpusOptions o;
-  o.vocab = 8;
-  o.seed = 3;
+  CorpusOptions o;
   o.train_tokens = 4096;
   o.validation_tokens = 512;
-  return markov_corpus(o, 8);
+  return build_corpus(o, 8, 3, 8);  // vocab 8, seed 3, seq 8
 }
 
 std::vector<Array> values(nn::TransformerLM& model) {

@@ -29,15 +29,10 @@ std::unique_ptr<nn::Optimizer> optimizer_of(const DemoRun& spec, nn::Transformer
 }
 
 Run train_one(const DemoRun& spec, const DemoOptions& o, const experiments::Corpus& corpus) {
-  nn::ModelConfig config;
-  config.vocab = o.vocab;
-  config.context = o.seq;
-  config.d_model = o.d_model;
-  config.heads = o.heads;
-  config.layers = o.layers;
-  config.d_ff = o.d_ff;
+  nn::ModelConfig config = o.model;
   config.placement = nn::parse_placement(spec.placement);
-  config.seed = o.seed;
+  const std::size_t T = config.context;
+  const unsigned seed = config.seed;
   nn::TransformerLM model(config);
   const std::unique_ptr<nn::Optimizer> optimizer = optimizer_of(spec, model);
   const nn::Schedule schedule{nn::ScheduleKind::warmup, o.lr, spec.warmup, o.steps, 0.1};
@@ -52,7 +47,7 @@ Run train_one(const DemoRun& spec, const DemoOptions& o, const experiments::Corp
   for (; step <= o.steps; ++step) {
     experiments::stop_if_requested(step);  // SIGINT, SIGTERM: between steps (interrupt.hpp)
     const double loss = experiments::forward_backward(
-        model, experiments::training_batch(corpus.data, o.batch, o.seq, o.seed, step));
+        model, experiments::training_batch(corpus.data, o.batch, T, seed, step));
     if (!std::isfinite(loss)) break;
     recorder.record_pass(step, tape, loss);
     if (step == o.steps) break;  // the last pass is recorded, not followed by an update
@@ -62,19 +57,19 @@ Run train_one(const DemoRun& spec, const DemoOptions& o, const experiments::Corp
   }
   tape.keep_contributions = false;
   tape.reset();
-  const double held_out = experiments::evaluate(model, corpus.data, o.batch, o.seq, o.eval_batches, o.seed);
+  const double held_out = experiments::evaluate(model, corpus.data, o.batch, T, o.eval_batches, seed);
   const experiments::Verdict verdict =
       experiments::verdict_of(step == o.steps ? held_out : NAN, {corpus.uniform, corpus.unigram, 0.05});
   run.facts = {{"placement", spec.placement},
                {"warmup", std::to_string(spec.warmup) + " steps"},
-               {"model", std::to_string(o.layers) + " layers, d " + std::to_string(o.d_model) + ", " +
-                             std::to_string(o.heads) + " heads, d_ff " + std::to_string(o.d_ff)},
-               {"data", "Markov corpus, vocab " + std::to_string(o.vocab) + ", batch " + std::to_string(o.batch) +
-                            " x seq " + std::to_string(o.seq)},
+               {"model", std::to_string(config.layers) + " layers, d " + std::to_string(config.d_model) + ", " +
+                             std::to_string(config.heads) + " heads, d_ff " + std::to_string(config.d_ff)},
+               {"data", "Markov corpus, vocab " + std::to_string(config.vocab) + ", batch " + std::to_string(o.batch) +
+                            " x seq " + std::to_string(T)},
                {"optimizer", std::string(spec.change == "radam" ? "RAdam" : "Adam") + "(0.9, 0.98, eps 1e-8), lr " + fmt(o.lr) +
                                  ", no clipping"},
                {"intervention", spec.change.empty() || spec.change == "radam" ? "none" : spec.change + " in every block"},
-               {"seed", std::to_string(o.seed)},
+               {"seed", std::to_string(seed)},
                {"steps", std::to_string(o.steps) + " updates"},
                {"held-out loss", fmt(held_out) + " after " + std::to_string(step) + " updates (" +
                                      std::to_string(o.eval_batches) + " batches)"},
@@ -90,10 +85,7 @@ std::string DemoRun::name() const {
 }
 
 Page demo_page(const DemoOptions& o) {
-  experiments::MarkovCorpusOptions mc;
-  mc.vocab = o.vocab;
-  mc.seed = o.seed;
-  const experiments::Corpus corpus = experiments::markov_corpus(mc, o.seq);
+  const experiments::Corpus corpus = experiments::build_corpus({}, o.model.vocab, o.model.seed, o.model.context);
   std::vector<Run> runs(o.runs.size());
   std::mutex mutex;
   experiments::parallel_for(o.runs.size(), o.jobs, [&](std::size_t i) {
@@ -103,7 +95,7 @@ Page demo_page(const DemoOptions& o) {
     std::fflush(stdout);
   });
   Page page;
-  page.title = "gradscope explorer: " + std::to_string(o.layers) + "-layer Transformer, Post-LN vs Pre-LN";
+  page.title = "gradscope explorer: " + std::to_string(o.model.layers) + "-layer Transformer, Post-LN vs Pre-LN";
   page.runs = std::move(runs);
   return page;
 }

@@ -23,10 +23,15 @@ struct DemoRun {
 };
 
 struct DemoOptions {
-  // The model: dynamics' (vocab 16, d 32, 2 heads, d_ff 128, batch 16 x seq 16) at 4 layers, the
-  // depth at which Post-LN without warmup gets stuck at lr 1e-2 while Pre-LN trains (docs/explorer.md).
-  std::size_t layers = 4, d_model = 32, heads = 2, d_ff = 128, vocab = 16, batch = 16, seq = 16;
-  unsigned seed = 0;
+  // The model (each run sets its placement): dynamics' (vocab 16, d 32, 2 heads, d_ff 128, batch 16 x
+  // seq 16) at 4 layers, the depth at which Post-LN without warmup gets stuck at lr 1e-2 while Pre-LN
+  // trains (docs/explorer.md). Its seed is the corpus's and the batches' too; its context is the seq.
+  nn::ModelConfig model = [] {
+    nn::ModelConfig c;
+    c.vocab = 16, c.context = 16, c.d_model = 32, c.heads = 2, c.layers = 4, c.d_ff = 128;
+    return c;
+  }();
+  std::size_t batch = 16;
   double lr = 1e-2;
   std::size_t steps = 300;  // updates; the pass after the last one is recorded too (step == steps)
   std::size_t eval_batches = 20;

@@ -455,12 +455,7 @@ std::string ModelOptions::problem() const {
 
 ModelOptions stability_model() {
   ModelOptions o;
-  o.vocab = 16;
-  o.layers = 6;
-  o.d_model = 32;
-  o.heads = 2;
-  o.seq = 16;
-  o.batch = 16;
+  o.vocab = 16, o.layers = 6, o.d_model = 32, o.heads = 2, o.seq = 16, o.batch = 16;
   return o;
 }
 

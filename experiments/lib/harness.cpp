@@ -1,11 +1,8 @@
 #include "experiments/lib/harness.hpp"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 
 #include "engine/error.hpp"
 #include "engine/tape.hpp"
@@ -18,75 +15,11 @@
 #include "nn/data/markov.hpp"
 #include "nn/transformer_lm.hpp"
 
-extern "C" void openblas_set_num_threads(int);
-
 namespace gs::experiments {
-
-void setup_process() {
-  openblas_set_num_threads(1);
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);  // no mmap (and munmap) for blocks under 256 MiB
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);    // no trimming of the heap's top below 1 GiB
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-namespace {
-template <class T>
-void first_of_each(std::vector<T>& v) {
-  std::vector<T> kept;
-  for (const T& x : v)
-    if (std::find(kept.begin(), kept.end(), x) == kept.end()) kept.push_back(x);
-  v = std::move(kept);
-}
-}  // namespace
-
-void keep_first_of_each(std::vector<std::string>& v) { first_of_each(v); }
-void keep_first_of_each(std::vector<std::size_t>& v) { first_of_each(v); }
-void keep_first_of_each(std::vector<double>& v) { first_of_each(v); }
-
-void sort_unique(std::vector<std::size_t>& v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-}
 
 void Tick::operator()(std::size_t units, const std::string& what) {
   done += units;
   progress_.advance(units, cell_ + ": " + what);
-}
-
-Experiment::Experiment(std::string name, std::string description) : program(std::move(name)), app(description, program) {}
-
-Experiment::Experiment(std::string name, std::string description, std::string default_out)
-    : Experiment(std::move(name), std::move(description)) {
-  grid_ = true;
-  out = std::move(default_out);
-  add_model_flags();
-  add_flag(app, "--placements", placements, "placements to measure (comma-separated)");
-  add_flag(app, "--seeds", seeds, "seeds per measurement (mean and standard deviation over them)");
-  add_flag(app, "--jobs", jobs, "cells (runs) measured in parallel threads (results do not depend on it)");
-  add_flag(app, "--out", out, "directory for the CSV files and the plots (PNG and SVG)");
-  add_flag(app, "--dump", dump, "write weights, gradients, batch and loss of one fresh batch to this directory");
-  add_flag(app, "--shard", shard, "measure only shard K of N of the grid's cells and write them to --out/cells.csv");
-  add_flag(app, "--merge", merge, "print the tables of the shards' cells in these directories (comma-separated)");
-  describe(app, "--seed", "the first seed: every measurement is repeated for seeds --seed .. --seed + --seeds - 1 "
-                          "(model init and data)");
-  describe(app, "--placement", "the placement of the --dump model (the grid uses --placements)");
-  describe(app, "--dump", "write the model of the model flags at init, with its gradients on the batch of --seed "
-                          "that the measurements at init use, to this directory; as train's --dump, an output in "
-                          "addition to the run: the grid is measured too, and the dump written after it");
-  add_html_flags();
-}
-
-void Experiment::add_html_flags() {
-  add_flag(app, "--html", html.file,
-           "write the explorer page of the runs to this HTML file: the graph of a forward and backward pass with "
-           "every edge's gradient norm at the --snapshot-steps, and charts over the steps (docs/explorer.md)");
-  add_flag(app, "--html-add", html.add, "put the runs of this explorer page into the --html page too (comma-separated)");
-  add_flag(app, "--snapshot-steps", html.snapshot_steps,
-           "the steps whose whole graph the page's step scrubber shows: 0,1,2,5 or 0-10 or 0:300:10");
-  add_overwrite_flag();
 }
 
 void Experiment::add_overwrite_flag() {  // for every binary that writes --graph or --html
@@ -119,49 +52,6 @@ void Experiment::record_init_pass(std::size_t order, const std::string& name, co
   rec.run().facts = {{"program", program}, {"run", name}, {"what", "one forward and backward pass at initialization"},
                      {"placement", nn::placement_name(config)}, {"loss", fmt(loss)}};
   add_run(order, rec.take());
-}
-
-void Experiment::add_model_flags() {
-  gs::experiments::add_model_flags(app, model);
-  add_flag(app, "--graph", graph,
-           "draw the graph of one forward and backward pass of the model (model flags; keep --layers small) "
-           "into this file and exit: .svg or .png (needs Graphviz's dot), else DOT text");
-  add_flag(app, "--graph-step", graph_step,
-           "with --graph: draw the pass of training step N (after N updates) instead of initialization (train)");
-  add_overwrite_flag();
-}
-
-std::string Experiment::flag_problem() {
-  std::string problem = model.problem();
-  if (problem.empty() && (!model.norm.empty() || !model.residual.empty())) {
-    try {  // every placement by the name of what it now builds: "post" with --norm rms is "post/rms/none"
-      if (grid_)
-        for (std::string& p : placements) p = model.with_axes(p);
-      model.placement = model.with_axes(model.placement);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-  }
-  if (!problem.empty()) return problem;
-  if (grid_) {
-    keep_first_of_each(placements);
-    if (static_cast<double>(model.seed) + static_cast<double>(seeds) - 1 > std::numeric_limits<unsigned>::max())
-      return "--seed " + std::to_string(model.seed) + " + --seeds " + std::to_string(seeds) +
-             " - 1 is past the largest seed, " + std::to_string(std::numeric_limits<unsigned>::max());
-    if (!shard.empty() && !merge.empty()) return "--shard measures cells and --merge reads them: give one of them";
-    if (!dump.empty() && (!shard.empty() || !merge.empty()))
-      return "--dump is written by an unsharded run; leave it out of --shard and --merge runs";
-    if (html.wanted() && (!shard.empty() || !merge.empty()))
-      return "--html records the runs this process trains; leave it out of --shard and --merge runs";
-  }
-  problem = inapplicable_flag();
-  if (!problem.empty()) return problem;
-  if (graph_step > 0 && graph.empty()) return "--graph-step draws the --graph picture: give --graph FILE too";
-  if (graph_step > 0 && html.wanted()) return "--graph-step draws one pass and trains no run: leave out --html";
-  if (graph_step > 0 && !draws_graph_at_step)
-    return "--graph-step " + std::to_string(graph_step) + ": " + program +
-           " draws --graph at initialization only; train draws it at a training step";
-  return "";
 }
 
 void Experiment::draw_graph_at_init() {
@@ -244,54 +134,6 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
     return 128 + signal;
   }
   return 0;
-}
-
-std::string Experiment::inapplicable_flag() const {
-  auto given = [&](const char* name) {
-    const CLI::Option* o = app.get_option_no_throw(name);
-    return o != nullptr && o->count() > 0;
-  };
-  auto value = [&](const char* name) { return flag_value(app, name); };
-  // The placements this run builds (already by the names of what they build, --norm applied).
-  const std::vector<std::string> built = grid_ ? placements : std::vector<std::string>{model.placement};
-  std::string names;
-  bool mixln = false, dyt = false;
-  for (const std::string& p : built) {
-    nn::ModelConfig c;
-    c.layers = model.layers;
-    try {
-      nn::apply_placement(c, p);
-    } catch (const std::exception&) {
-      continue;  // refused elsewhere, with its own reason
-    }
-    mixln = mixln || c.placement == nn::Placement::mixln;
-    dyt = dyt || c.norm == nn::Norm::dyt;
-    names += (names.empty() ? "" : ",") + p;
-  }
-  const std::string placement_flag = (grid_ ? "--placements " : "--placement ") + names;
-  if (given("--mixln-post") && !mixln)
-    return "--mixln-post " + model.mixln_post + " sets mixln's Post-LN blocks, and " + placement_flag +
-           " has no mixln placement (e.g. --placement mixln)";
-  if (given("--dyt-alpha") && !dyt)
-    return "--dyt-alpha " + value("--dyt-alpha") + " sets DyT's alpha, and " + placement_flag +
-           " has no DyT norm (e.g. --norm dyt)";
-  if (app.get_option_no_throw("--optimizer") != nullptr && value("--optimizer") == "sgd")
-    for (const char* adam : {"--adam-beta1", "--adam-beta2", "--adam-eps"})
-      if (given(adam))
-        return std::string(adam) + " " + value(adam) + " is a hyperparameter of Adam, and --optimizer is sgd";
-  if (app.get_option_no_throw("--hold") != nullptr && app.get_option_no_throw("--steps") != nullptr) {
-    const double hold = std::stod(value("--hold")), steps = std::stod(value("--steps"));
-    if (hold > 0 && hold >= steps)
-      return "--hold " + value("--hold") + " is not less than --steps " + value("--steps") +
-             ": every step would be held at lr 0, and the run would train nothing";
-  }
-  return "";
-}
-
-std::vector<unsigned> Experiment::seed_list() const {
-  std::vector<unsigned> list;
-  for (std::size_t i = 0; i < seeds; ++i) list.push_back(model.seed + static_cast<unsigned>(i));
-  return list;
 }
 
 std::string Experiment::grid_flags() const {

@@ -25,8 +25,6 @@ struct SharpnessOptions {
   std::size_t eval_batches = 10;
   double margin = 0.05;
   analysis::LanczosOptions lanczos{1, 20, 1e-3, 1};
-  std::size_t markov_order = 2;
-  double markov_concentration = 0.05;
 };
 
 inline std::vector<std::size_t> measured_steps(const SharpnessOptions& go) {  // 0, every, 2 every, ... <= steps

@@ -47,32 +47,27 @@ Corpus make_corpus(std::string name, nn::Dataset data, double floor, double wind
   return Corpus{std::move(name), std::move(data), uniform, unigram, floor, window_floor};
 }
 
-}  // namespace
-
-Corpus markov_corpus(const MarkovCorpusOptions& o, std::size_t seq) {
-  nn::MarkovOptions mo;
-  mo.vocab = o.vocab;
-  mo.order = o.order;
-  mo.concentration = o.concentration;
-  mo.seed = o.seed;
-  const nn::MarkovChain chain(mo);
-  return make_corpus("markov", nn::markov_dataset(chain, o.train_tokens, o.validation_tokens, o.seed),
-                     chain.entropy_rate(), chain.window_floor(seq));
-}
-
-double corpus_bytes(std::size_t vocab, std::size_t order, const std::string& text_file) {
-  if (!text_file.empty()) return 9.0 * static_cast<double>(std::filesystem::file_size(text_file));  // a byte, a token
-  const MarkovCorpusOptions o;
-  const double tokens = static_cast<double>(o.train_tokens + o.validation_tokens);
-  return 8.0 * (tokens + std::pow(static_cast<double>(vocab), static_cast<double>(order) + 1.0));
-}
-
 Corpus text_corpus(const std::filesystem::path& path) {
   nn::Dataset data = nn::char_dataset(path);
   if (data.vocab() < 2)  // one symbol: every next token is certain, loss 0 with nothing learned
     throw Error("--text " + path.string() + ": has " + std::to_string(data.vocab()) +
                 " distinct byte(s); a language model needs at least 2 symbols to predict (as --vocab is at least 2)");
   return make_corpus(path.string(), std::move(data), NAN, NAN);
+}
+
+}  // namespace
+
+Corpus build_corpus(const CorpusOptions& o, std::size_t vocab, unsigned seed, std::size_t seq) {
+  if (!o.text.empty()) return text_corpus(o.text);
+  const nn::MarkovChain chain({vocab, o.order, o.concentration, o.smoothing, seed});
+  return make_corpus("markov", nn::markov_dataset(chain, o.train_tokens, o.validation_tokens, seed),
+                     chain.entropy_rate(), chain.window_floor(seq));
+}
+
+double corpus_bytes(const CorpusOptions& o, std::size_t vocab) {
+  if (!o.text.empty()) return 9.0 * static_cast<double>(std::filesystem::file_size(o.text));  // a byte, a token
+  const double tokens = static_cast<double>(o.train_tokens + o.validation_tokens);
+  return 8.0 * (tokens + std::pow(static_cast<double>(vocab), static_cast<double>(o.order) + 1.0));
 }
 
 // ---- evaluation and training ----

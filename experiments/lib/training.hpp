@@ -50,23 +50,25 @@ struct Corpus {
   double window_floor = 0.0;  // Markov: the best mean loss over windows of `seq` tokens; NaN for text
 };
 
-struct MarkovCorpusOptions {
-  std::size_t vocab = 16;
-  std::size_t order = 2;
-  double concentration = 0.05;
-  unsigned seed = 0;
+// What a run trains on, as the corpus flags give it (add_corpus_flags, training_flags.hpp): a text
+// file's characters, or (text empty) a random order-k Markov chain over the model's vocab, seeded by
+// the model's seed.
+struct CorpusOptions {
+  std::string text;                   // --text: a text file, the last 10% held out; empty: the Markov corpus
+  std::size_t order = 2;              // --markov-order: tokens of context
+  double concentration = 0.05;        // --markov-concentration: Dirichlet concentration of each context's row
+  double smoothing = 0.01;            // the uniform share mixed into each row (nn::MarkovOptions)
   std::size_t train_tokens = std::size_t{1} << 21;
   std::size_t validation_tokens = std::size_t{1} << 17;
 };
 
-// A corpus from a random order-k Markov chain (nn/data/markov.hpp); seq sets window_floor.
-Corpus markov_corpus(const MarkovCorpusOptions& options, std::size_t seq);
-// The characters of a text file, the last 10% held out.
-Corpus text_corpus(const std::filesystem::path& path);
+// The one corpus builder: the text file, or the Markov chain of (vocab, seed) (nn/data/markov.hpp);
+// seq sets window_floor.
+Corpus build_corpus(const CorpusOptions& options, std::size_t vocab, unsigned seed, std::size_t seq);
 
 // The bytes a corpus takes in memory: a text file's bytes and their tokens, or the Markov corpus's
-// tokens and its chain's vocab^(order + 1) transition probabilities (text_file empty).
-double corpus_bytes(std::size_t vocab, std::size_t order, const std::string& text_file);
+// tokens and its chain's vocab^(order + 1) transition probabilities.
+double corpus_bytes(const CorpusOptions& options, std::size_t vocab);
 
 // H = -sum_v p_v log p_v of the tokens' empirical frequencies p_v, in nats.
 double unigram_entropy(const nn::Tokens& tokens, std::size_t vocab);
@@ -94,7 +96,7 @@ Update apply_update(nn::Optimizer& optimizer, const nn::Schedule& schedule, std:
 
 // The optimizer and the backward-pass interventions of a run, as the flags --optimizer, --adam-beta1,
 // --adam-beta2, --adam-eps, --hold and --intervene give them (add_optimizer_flags,
-// experiments/lib/optimizer_flags.hpp): every binary that trains makes its optimizer here, so each
+// experiments/lib/training_flags.hpp): every binary that trains makes its optimizer here, so each
 // gets the flags the same way. The defaults are warmup's and dynamics' Adam(0.9, 0.98, eps 1e-8); train
 // sets beta2 0.999 (make_optimizer's default) before adding the flags.
 struct OptimizerSetup {

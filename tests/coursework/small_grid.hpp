@@ -39,11 +39,7 @@ inline experiments::ModelOptions small_model(const std::string& placement, unsig
 
 // The Markov corpus of the warmup grid (vocab 16, order 2, concentration 0.05, seed 0).
 inline const experiments::Corpus& small_corpus() {
-  static const experiments::Corpus corpus = [] {
-    experiments::MarkovCorpusOptions o;
-    o.vocab = 16;
-    return experiments::markov_corpus(o, 16);
-  }();
+  static const experiments::Corpus corpus = experiments::build_corpus({}, 16, 0, 16);
   return corpus;
 }
 

@@ -1,4 +1,4 @@
-#include "experiments/lib/optimizer_flags.hpp"
+#include "experiments/lib/training_flags.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -20,6 +20,14 @@ void add_optimizer_flags(CLI::App& app, OptimizerSetup& s, bool with_choice) {
            "updated, no weight moved (Liu et al. 2019)");
   add_flag(app, "--intervene", s.intervene, "backward-pass interventions in every block, comma-separated "
            "(nn/interventions.hpp; the forward pass is unchanged)")->type_name("NAME[,NAME...]");
+}
+
+void add_corpus_flags(CLI::App& app, CorpusOptions& c, bool with_text) {
+  if (with_text)
+    add_flag(app, "--text", c.text, "a text file to train on, one token per distinct byte (default: Markov corpus)");
+  add_flag(app, "--markov-order", c.order, "Markov corpus: tokens of context");
+  add_flag(app, "--markov-concentration", c.concentration, "Markov corpus: Dirichlet concentration of each context's "
+           "next-token distribution (smaller: lower entropy)");
 }
 
 }  // namespace gs::experiments
