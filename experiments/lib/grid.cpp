@@ -47,6 +47,14 @@ std::size_t Grid::position(std::size_t cell, std::size_t axis) const {
   return cell % labels_.at(axis).size();
 }
 
+std::size_t Grid::cell(const std::vector<std::size_t>& positions) const {
+  if (positions.size() != labels_.size())
+    throw Error("grid: " + std::to_string(positions.size()) + " positions for " + std::to_string(labels_.size()) + " axes");
+  std::size_t c = 0;
+  for (std::size_t a = 0; a < labels_.size(); ++a) c = c * labels_[a].size() + positions[a];
+  return c;
+}
+
 std::string Grid::describe(std::size_t cell) const {
   std::string s;
   for (std::size_t a = 0; a < names_.size(); ++a) {

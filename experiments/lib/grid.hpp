@@ -22,6 +22,7 @@ class Grid {
   const std::vector<std::string>& labels(std::size_t axis) const { return labels_.at(axis); }
   std::size_t axis_index(const std::string& name) const;                         // throws for an unknown axis
   std::size_t position(std::size_t cell, std::size_t axis) const;                // the cell's index along the axis
+  std::size_t cell(const std::vector<std::size_t>& positions) const;             // the cell at these positions
   std::string describe(std::size_t cell) const;                                  // "post, layers 16, seed 1"
 
  private:
@@ -65,6 +66,17 @@ class Results {
   Grid grid_;
   std::vector<Record> records_;
 };
+
+// The runs of every seed (the last axis) of the cell at `positions` on the axes before it, in seed order:
+// seeds_of(runs, grid, {p, w}) on a grid (placement, warmup, seed) is the seeds of placement p, warmup w.
+template <class Run>
+std::vector<const Run*> seeds_of(const std::vector<Run>& runs, const Grid& grid, std::vector<std::size_t> positions) {
+  positions.push_back(0);
+  const std::size_t first = grid.cell(positions), seeds = grid.labels(positions.size() - 1).size();
+  std::vector<const Run*> out;
+  for (std::size_t s = 0; s < seeds; ++s) out.push_back(&runs.at(first + s));
+  return out;
+}
 
 // Labels for an axis: "16"; a real number in its shortest exact form ("0.001").
 std::vector<std::string> labels(const std::vector<std::size_t>& values);

@@ -52,6 +52,36 @@ std::string finite_cell(const std::vector<double>& values, const std::string& ot
   return fmt(stat_of(values), 3);
 }
 
+double mean_of(const std::vector<double>& values) {
+  double s = 0.0;
+  for (double x : values) s += x;
+  return values.empty() ? NAN : s / static_cast<double>(values.size());
+}
+
+std::string finite_stat(const std::vector<double>& values, int digits) {
+  std::vector<double> finite;
+  for (double x : values)
+    if (std::isfinite(x)) finite.push_back(x);
+  return finite.empty() ? "-" : fmt(stat_of(finite), digits);
+}
+
+Series flat_line(std::string title, double x0, double x1, double y) { return {std::move(title), {x0, x1}, {y, y}, {}}; }
+
+Series loss_curve(const std::vector<const std::vector<double>*>& losses, std::size_t steps, std::size_t window,
+                  std::string title) {
+  Series s{std::move(title), {}, {}, {}};
+  for (std::size_t start = 0; start + window <= steps; start += window) {
+    double sum = 0.0;
+    for (const std::vector<double>* run : losses)
+      for (std::size_t k = start; k < start + window; ++k) sum += k < run->size() ? (*run)[k] : NAN;
+    const double mean = sum / static_cast<double>(window * losses.size());
+    if (!std::isfinite(mean)) break;
+    s.x.push_back(static_cast<double>(start + window));
+    s.y.push_back(mean);
+  }
+  return s;
+}
+
 Table::Table(std::vector<std::string> columns) : columns_(std::move(columns)) {}
 
 void Table::add_row(std::vector<std::string> cells) {
