@@ -98,15 +98,9 @@ struct CausesRun {
 };
 
 Record to_record(const CausesRun& run) {
-  Record r;
-  r.set("losses", run.losses);
-  r.set("final_loss", run.final_loss);
-  r.set("verdict", static_cast<double>(run.verdict));
-  r.set("grad_ratio", run.grad_ratio);
-  r.set("ln_rms", run.ln_rms);
-  r.set("ln_gain", run.ln_gain);
-  r.set("update_ratio", run.update_ratio);
-  return r;
+  return {{"losses", run.losses}, {"final_loss", {run.final_loss}}, {"verdict", {static_cast<double>(run.verdict)}},
+          {"grad_ratio", {run.grad_ratio}}, {"ln_rms", {run.ln_rms}}, {"ln_gain", {run.ln_gain}},
+          {"update_ratio", {run.update_ratio}}};
 }
 
 void from_record(const Record& r, CausesRun& run) {

@@ -99,16 +99,9 @@ struct SweepRun {
 };
 
 Record to_record(const SweepRun& run) {
-  Record r;
-  r.set("init_loss", run.init_loss);
-  r.set("final_loss", run.final_loss);
-  r.set("blew_up", static_cast<double>(run.blew_up));
-  r.set("losses", run.losses);
-  r.set("att_logit_max", run.att_logit_max);
-  r.set("att_entropy_min", run.att_entropy_min);
-  r.set("log_z_mean", run.log_z_mean);
-  r.set("logit_rms", run.logit_rms);
-  return r;
+  return {{"init_loss", {run.init_loss}}, {"final_loss", {run.final_loss}}, {"blew_up", {static_cast<double>(run.blew_up)}},
+          {"losses", run.losses}, {"att_logit_max", run.att_logit_max}, {"att_entropy_min", run.att_entropy_min},
+          {"log_z_mean", run.log_z_mean}, {"logit_rms", run.logit_rms}};
 }
 
 void from_record(const Record& r, SweepRun& run) {

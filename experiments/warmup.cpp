@@ -60,12 +60,8 @@ struct WarmupRun {
 };
 
 Record to_record(const WarmupRun& run) {
-  Record r;
-  r.set("losses", run.losses);
-  r.set("final_loss", run.final_loss);
-  r.set("blew_up", static_cast<double>(run.blew_up));
-  r.set("verdict", static_cast<double>(run.verdict));
-  return r;
+  return {{"losses", run.losses}, {"final_loss", {run.final_loss}}, {"blew_up", {static_cast<double>(run.blew_up)}},
+          {"verdict", {static_cast<double>(run.verdict)}}};
 }
 
 void from_record(const Record& r, WarmupRun& run) {

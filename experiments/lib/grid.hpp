@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <utility>
@@ -40,6 +41,9 @@ struct Cell {
 // What one cell measured: named lists of numbers (one number is a list of one).
 class Record {
  public:
+  Record() = default;
+  // Record r = {{"loss", {2.5}}, {"curve", {3.0, 2.9}}}: each quantity by name, with its list.
+  Record(std::initializer_list<std::pair<const std::string, std::vector<double>>> quantities) : quantities_(quantities) {}
   void set(const std::string& name, double value) { quantities_[name] = {value}; }
   void set(const std::string& name, std::vector<double> values) { quantities_[name] = std::move(values); }
   void push(const std::string& name, double value) { quantities_[name].push_back(value); }

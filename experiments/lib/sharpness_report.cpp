@@ -12,28 +12,14 @@
 namespace gs::experiments {
 
 using namespace gs::analysis;
-namespace {
-
-// ---- a run as a record ----
-
-void put_scopes(Record& r, const std::string& name, const std::vector<std::vector<double>>& per_scope) {
-  for (std::size_t j = 0; j < per_scope.size(); ++j) r.set(name + std::to_string(j), per_scope[j]);
-}
-
-}  // namespace
 
 Record to_record(const SharpnessRun& run) {
-  Record r;
-  r.set("steps", run.steps);
-  r.set("lr", run.lr);
-  r.set("loss", run.loss);
-  put_scopes(r, "H", run.H);
-  put_scopes(r, "P", run.P);
-  for (std::size_t j = 0; j < run.H.size(); ++j) r.set("H" + std::to_string(j) + ".res", run.H_res[j]);
-  for (std::size_t j = 0; j < run.P.size(); ++j) r.set("P" + std::to_string(j) + ".res", run.P_res[j]);
-  r.set("final_loss", run.final_loss);
-  r.set("blew_up", static_cast<double>(run.blew_up));
-  r.set("verdict", static_cast<double>(run.verdict));
+  Record r = {{"steps", run.steps}, {"lr", run.lr}, {"loss", run.loss}, {"final_loss", {run.final_loss}},
+              {"blew_up", {static_cast<double>(run.blew_up)}}, {"verdict", {static_cast<double>(run.verdict)}}};
+  for (std::size_t j = 0; j < run.H.size(); ++j) {
+    const std::string h = "H" + std::to_string(j), p = "P" + std::to_string(j);
+    r.set(h, run.H[j]), r.set(h + ".res", run.H_res[j]), r.set(p, run.P[j]), r.set(p + ".res", run.P_res[j]);
+  }
   return r;
 }
 
