@@ -336,7 +336,7 @@ std::optional<Results> Experiment::run_cells(const Grid& grid, const std::string
 ModelOptions Experiment::cell_model(const Cell& cell) const {
   ModelOptions m = model;
   const std::vector<std::string>& axes = cell.grid->names();
-  if (std::count(axes.begin(), axes.end(), "placement")) m.placement = placements[cell["placement"]];
+  if (std::count(axes.begin(), axes.end(), "placement")) m.placement = cell.grid->labels(cell.grid->axis_index("placement"))[cell["placement"]];
   if (std::count(axes.begin(), axes.end(), "seed")) m.seed = seed_list()[cell["seed"]];
   return m;
 }

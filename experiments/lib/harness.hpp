@@ -132,7 +132,8 @@ class Experiment {
     for (std::size_t c = 0; c < grid.size(); ++c) from_record(records->at(c), runs[c]);
     return runs;
   }
-  // The model flags with the cell's placement and seed (when the grid has those axes).
+  // The model flags with the cell's placement (its label on the axis "placement") and seed (--seed plus
+  // its index on the axis "seed"), for the axes the grid has.
   ModelOptions cell_model(const Cell& cell) const;
 
   // Refuses a run whose largest model (`largest`, stepping on --batch windows) cannot fit in memory, with
