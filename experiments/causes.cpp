@@ -87,10 +87,25 @@ std::vector<Variant> variants(const CausesOptions& o) {
   return v;
 }
 
-double mean_of(const std::vector<double>& v) {
-  double s = 0.0;
-  for (double x : v) s += x;
-  return v.empty() ? NAN : s / static_cast<double>(v.size());
+// What one seed of one row measured. g0/gL, LN-in RMS and LN gain are means over the last --window
+// steps; each is NaN for a run that did not finish.
+struct CausesRun {
+  std::vector<double> losses;  // the training loss of each step, ending at the first NaN/Inf
+  double final_loss = NAN;     // held out, after the last step
+  Verdict verdict = Verdict::diverged;
+  double grad_ratio = NAN, ln_rms = NAN, ln_gain = NAN;
+  double update_ratio = NAN;  // of the first update with lr > 0
+};
+
+Record to_record(const CausesRun& run) {
+  return {{"losses", run.losses}, {"final_loss", {run.final_loss}}, {"verdict", {static_cast<double>(run.verdict)}},
+          {"grad_ratio", {run.grad_ratio}}, {"ln_rms", {run.ln_rms}}, {"ln_gain", {run.ln_gain}},
+          {"update_ratio", {run.update_ratio}}};
+}
+
+void from_record(const Record& r, CausesRun& run) {
+  run = {r.list("losses"), r.get("final_loss"), static_cast<Verdict>(r.get("verdict")), r.get("grad_ratio"),
+         r.get("ln_rms"), r.get("ln_gain"), r.get("update_ratio")};
 }
 
 // The mean over the parameter tensors with |W| > 0 of |after - before| / |before|.
@@ -104,23 +119,21 @@ double update_ratio(const std::vector<Array>& before, const std::vector<nn::Name
   return mean_of(ratios);
 }
 
-// One seed of one row: "losses" (the training loss of each step, ending at the first NaN/Inf),
-// "final_loss", "verdict", "grad_ratio", "ln_rms", "ln_gain", "update_ratio".
-Record run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, const CausesOptions& o, Tick& tick) {
+// One seed of one row.
+CausesRun run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, const CausesOptions& o, Tick& tick) {
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
   const std::unique_ptr<nn::Optimizer> optimizer = variant.optimizer.make(model);
   const nn::Schedule schedule = variant.optimizer.with_hold({nn::ScheduleKind::warmup, o.lr, variant.warmup, o.steps, 0.1});
   Tape& tape = Tape::current();
-  Record r;
+  CausesRun run;
   std::vector<double> grad_ratio, ln_rms, ln_gain;
-  double first_update = NAN;
   std::size_t step = 0;
   for (; step < o.steps; ++step) {
     const bool measured = step + o.window >= o.steps;
     tape.keep_contributions = measured;  // for the norm gain (through_norm)
     const double loss = forward_backward(model, training_batch(corpus.data, m.batch, m.seq, m.seed, step));
-    r.push("losses", loss);
+    run.losses.push_back(loss);
     if (!std::isfinite(loss)) break;
     if (measured) {
       StepRecord s;
@@ -130,92 +143,121 @@ Record run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, con
       ln_gain.push_back(mean_of(s.ln_gain));
     }
     std::vector<Array> before;
-    const bool first_move = std::isnan(first_update) && schedule.lr(step) > 0;
+    const bool first_move = std::isnan(run.update_ratio) && schedule.lr(step) > 0;
     if (first_move)
       for (const nn::NamedParameter& p : optimizer->parameters()) before.push_back(p.parameter.value());
     const Update u = apply_update(*optimizer, schedule, step, 0.0);
-    if (first_move) first_update = update_ratio(before, optimizer->parameters());
+    if (first_move) run.update_ratio = update_ratio(before, optimizer->parameters());
     char what[96];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f", loss, u.lr, u.grad_norm);
     tick(1, what);
   }
   tape.keep_contributions = false;
-  const bool finished = step == o.steps;
-  const double final_loss = finished ? evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, m.seed) : NAN;
-  r.set("final_loss", final_loss);
-  r.set("verdict", static_cast<double>(verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, o.margin})));
-  r.set("grad_ratio", finished ? mean_of(grad_ratio) : NAN);
-  r.set("ln_rms", finished ? mean_of(ln_rms) : NAN);
-  r.set("ln_gain", finished ? mean_of(ln_gain) : NAN);
-  r.set("update_ratio", first_update);
-  return r;
+  if (step == o.steps) {
+    run.final_loss = evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, m.seed);
+    run.grad_ratio = mean_of(grad_ratio), run.ln_rms = mean_of(ln_rms), run.ln_gain = mean_of(ln_gain);
+  }
+  run.verdict = verdict_of(run.final_loss, Thresholds{corpus.uniform, corpus.unigram, o.margin});
+  return run;
 }
 
 // ---- reporting ----
 
-// fmt(mean ± sd) of the finite values, "-" if there are none.
-std::string finite_stat(const std::vector<const Record*>& runs, const std::string& quantity, int digits = 3) {
+// The values of one field over the seeds of a row.
+std::vector<double> over(const std::vector<const CausesRun*>& seeds, double CausesRun::*field) {
   std::vector<double> v;
-  for (const Record* r : runs)
-    if (std::isfinite(r->get(quantity))) v.push_back(r->get(quantity));
-  return v.empty() ? "-" : fmt(stat_of(v), digits);
+  for (const CausesRun* r : seeds) v.push_back(r->*field);
+  return v;
 }
 
-Verdict verdict(const Record& r) { return static_cast<Verdict>(static_cast<int>(r.get("verdict"))); }
-
-Table causes_table(const Results& results, const std::vector<std::string>& placements, const std::vector<Variant>& rows) {
+Table causes_table(const std::vector<CausesRun>& runs, const Grid& grid, const std::vector<Variant>& rows) {
   Table t({"placement", "change", "trained", "stuck", "diverged", "final loss", "g0/gL", "LN-in RMS", "LN gain", "|dW|/|W| 1st"});
-  for (const std::string& p : placements)
-    for (const Variant& v : rows) {
-      const auto runs = results.where({{"placement", p}, {"variant", v.name}});
+  for (std::size_t p = 0; p < grid.labels(0).size(); ++p)
+    for (std::size_t v = 0; v < rows.size(); ++v) {
+      const std::vector<const CausesRun*> seeds = seeds_of(runs, grid, {p, v});
       std::size_t count[3] = {0, 0, 0};
-      for (const Record* r : runs) ++count[static_cast<int>(verdict(*r))];
-      t.add_row({p, v.name, std::to_string(count[static_cast<int>(Verdict::trained)]),
+      for (const CausesRun* r : seeds) ++count[static_cast<int>(r->verdict)];
+      t.add_row({grid.labels(0)[p], rows[v].name, std::to_string(count[static_cast<int>(Verdict::trained)]),
                  std::to_string(count[static_cast<int>(Verdict::stuck)]),
-                 std::to_string(count[static_cast<int>(Verdict::diverged)]), finite_stat(runs, "final_loss", 4),
-                 finite_stat(runs, "grad_ratio"), finite_stat(runs, "ln_rms"), finite_stat(runs, "ln_gain"),
-                 finite_stat(runs, "update_ratio")});
+                 std::to_string(count[static_cast<int>(Verdict::diverged)]),
+                 finite_stat(over(seeds, &CausesRun::final_loss), 4), finite_stat(over(seeds, &CausesRun::grad_ratio)),
+                 finite_stat(over(seeds, &CausesRun::ln_rms)), finite_stat(over(seeds, &CausesRun::ln_gain)),
+                 finite_stat(over(seeds, &CausesRun::update_ratio))});
     }
   return t;
 }
 
-Table runs_table(const Results& results, const std::vector<std::string>& placements, const std::vector<Variant>& rows,
+Table runs_table(const std::vector<CausesRun>& runs, const Grid& grid, const std::vector<Variant>& rows,
                  const std::vector<unsigned>& seeds) {
   Table t({"placement", "change", "seed", "final_loss", "verdict", "grad_ratio", "ln_rms", "ln_gain", "update_ratio"});
-  for (std::size_t i = 0; i < results.grid().size(); ++i) {
-    const Cell c{&results.grid(), i};
-    const Record& r = results.at(i);
-    t.add_row({placements[c["placement"]], rows[c["variant"]].name, std::to_string(seeds[c["seed"]]),
-               fmt(r.get("final_loss"), 6), to_string(verdict(r)), fmt(r.get("grad_ratio"), 6), fmt(r.get("ln_rms"), 6),
-               fmt(r.get("ln_gain"), 6), fmt(r.get("update_ratio"), 6)});
+  for (std::size_t i = 0; i < grid.size(); ++i) {
+    const Cell c{&grid, i};
+    const CausesRun& r = runs[i];
+    t.add_row({grid.labels(0)[c["placement"]], rows[c["variant"]].name, std::to_string(seeds[c["seed"]]),
+               fmt(r.final_loss, 6), to_string(r.verdict), fmt(r.grad_ratio, 6), fmt(r.ln_rms, 6), fmt(r.ln_gain, 6),
+               fmt(r.update_ratio, 6)});
   }
   return t;
 }
 
 // One plot per placement: the training loss of every row, the mean over seeds in 10-step windows (a
 // curve ends at the first window in which a seed's loss was NaN/Inf).
-void draw_curves(const Results& results, const std::string& placement, const std::vector<Variant>& rows,
+void draw_curves(const std::vector<CausesRun>& runs, const Grid& grid, std::size_t p, const std::vector<Variant>& rows,
                  const Corpus& corpus, std::size_t steps, const std::filesystem::path& dir) {
   const std::size_t window = std::min<std::size_t>(10, steps);
+  const std::string& placement = grid.labels(0)[p];
   Plot plot{placement + ": training loss (mean over seeds and " + std::to_string(window) + "-step windows)", "step",
             "loss (nats)", false, false, {}};
-  for (const Variant& v : rows) {
-    const auto runs = results.where({{"placement", placement}, {"variant", v.name}});
-    Series s{v.name, {}, {}, {}};
-    for (std::size_t start = 0; start + window <= steps; start += window) {
-      double sum = 0.0;
-      for (const Record* r : runs)
-        for (std::size_t k = start; k < start + window; ++k) sum += k < r->list("losses").size() ? r->list("losses")[k] : NAN;
-      const double mean = sum / static_cast<double>(window * runs.size());
-      if (!std::isfinite(mean)) break;
-      s.x.push_back(static_cast<double>(start + window));
-      s.y.push_back(mean);
-    }
-    plot.series.push_back(s);
+  for (std::size_t v = 0; v < rows.size(); ++v) {
+    std::vector<const std::vector<double>*> losses;
+    for (const CausesRun* r : seeds_of(runs, grid, {p, v})) losses.push_back(&r->losses);
+    plot.series.push_back(loss_curve(losses, steps, window, rows[v].name));
   }
-  plot.series.push_back({"uniform log V", {0, static_cast<double>(steps)}, {corpus.uniform, corpus.uniform}, {}});
-  plot.series.push_back({"entropy-rate floor", {0, static_cast<double>(steps)}, {corpus.floor, corpus.floor}, {}});
+  plot.series.push_back(flat_line("uniform log V", 0, static_cast<double>(steps), corpus.uniform));
+  plot.series.push_back(flat_line("entropy-rate floor", 0, static_cast<double>(steps), corpus.floor));
   draw(plot, dir, "curves_" + file_part(placement));
+}
+
+void print_setup(const Experiment& ex, const CausesOptions& o, const Corpus& corpus, std::size_t rows) {
+  const ModelOptions& mo = ex.model;
+  std::printf("causes: %zu runs (%zu placements x %zu rows x %zu seeds), %zu steps each, lr %g\n",
+              ex.placements.size() * rows * ex.seeds, ex.placements.size(), rows, ex.seeds, o.steps, o.lr);
+  std::printf("  model: layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; %s (vocab %zu), uniform log V %.4f, "
+              "unigram H1 %.4f, floor %.4f%s\n", mo.layers, mo.d_model, mo.heads, mo.batch, mo.seq, corpus.name.c_str(),
+              corpus.data.vocab(), corpus.uniform, corpus.unigram, corpus.floor, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
+  std::printf("  every row: Adam(0.9, 0.98, eps 1e-8), constant lr, no clipping, unless the row changes it; "
+              "verdicts: diverged if NaN/Inf or final > %.4f, stuck if final > %.4f, else trained\n",
+              corpus.uniform + o.margin, corpus.unigram - o.margin);
+  std::fflush(stdout);
+}
+
+void run(Experiment& ex, CausesOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  const ModelOptions& mo = ex.model;
+  keep_first_of_each(o.warmups);
+  if (o.window > o.steps) throw FlagError("--window " + std::to_string(o.window) + " is more than --steps " + std::to_string(o.steps));
+  const std::vector<Variant> rows = variants(o);
+  std::vector<std::string> names;
+  for (const Variant& v : rows) names.push_back(v.name);
+  ex.check_memory(mo.config(), 2, true, ex.placements.size() * rows.size() * ex.seeds, corpus_bytes({}, mo.vocab));
+  const Corpus corpus = build_corpus({}, mo.vocab, mo.seed, mo.seq);
+  print_setup(ex, o, corpus, rows.size());
+  Grid grid;
+  grid.axis("placement", ex.placements).axis("variant", names).axis("seed", labels(ex.seed_list()));
+  const auto runs = ex.run_cells<CausesRun>(grid, "steps", [&](const Cell&) { return o.steps; }, [&](const Cell& c, Tick& tick) {
+    return run_one(ex.cell_model(c), rows[c["variant"]], corpus, o, tick);
+  });
+  if (!runs) return;
+  const std::filesystem::path dir = ex.out;
+  std::filesystem::create_directories(dir);
+  const Table t = causes_table(*runs, grid, rows);
+  std::printf("\nper row, over the seeds (g0/gL, LN-in RMS, LN gain: the last %zu steps; |dW|/|W|: the first update "
+              "with lr > 0):\n\n%s", o.window, t.to_text().c_str());
+  t.write_csv(dir / "causes.csv");
+  runs_table(*runs, grid, rows, ex.seed_list()).write_csv(dir / "runs.csv");
+  for (std::size_t p = 0; p < ex.placements.size(); ++p) draw_curves(*runs, grid, p, rows, corpus, o.steps, dir);
+  std::printf("\nwrote %s: causes.csv, runs.csv, curves_<placement> (.png, .svg)\n", dir.string().c_str());
+  std::printf("time: %.1f s\n", seconds_since(start));
 }
 
 }  // namespace
@@ -243,44 +285,5 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--adam-beta2", o.beta2, "the beta2 row's Adam beta2 (every other row: 0.98)");
   describe(ex.app, "--placements", "placements to train (comma-separated)");
   describe(ex.app, "--seeds", "seeds per row");
-  return ex.main(argc, argv, [&] {
-    const auto start = std::chrono::steady_clock::now();
-    const ModelOptions& mo = ex.model;
-    keep_first_of_each(o.warmups);
-    if (o.window > o.steps) throw FlagError("--window " + std::to_string(o.window) + " is more than --steps " + std::to_string(o.steps));
-    const std::vector<Variant> rows = variants(o);
-    std::vector<std::string> names;
-    for (const Variant& v : rows) names.push_back(v.name);
-    const std::size_t runs = ex.placements.size() * rows.size() * ex.seeds;
-    ex.check_memory(mo.config(), 2, true, runs, corpus_bytes({}, mo.vocab));
-    const Corpus corpus = build_corpus({}, mo.vocab, mo.seed, mo.seq);
-    std::printf("causes: %zu runs (%zu placements x %zu rows x %zu seeds), %zu steps each, lr %g\n", runs,
-                ex.placements.size(), rows.size(), ex.seeds, o.steps, o.lr);
-    std::printf("  model: layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; %s (vocab %zu), uniform log V %.4f, "
-                "unigram H1 %.4f, floor %.4f%s\n", mo.layers, mo.d_model, mo.heads, mo.batch, mo.seq, corpus.name.c_str(),
-                corpus.data.vocab(), corpus.uniform, corpus.unigram, corpus.floor, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
-    std::printf("  every row: Adam(0.9, 0.98, eps 1e-8), constant lr, no clipping, unless the row changes it; "
-                "verdicts: diverged if NaN/Inf or final > %.4f, stuck if final > %.4f, else trained\n",
-                corpus.uniform + o.margin, corpus.unigram - o.margin);
-    std::fflush(stdout);
-    Grid grid;
-    grid.axis("placement", ex.placements).axis("variant", names).axis("seed", labels(ex.seed_list()));
-    const auto results = ex.run_cells(grid, "steps", [&](const Cell&) { return o.steps; }, [&](const Cell& c, Tick& tick) {
-      ModelOptions m = mo;
-      m.placement = ex.placements[c["placement"]];
-      m.seed = ex.seed_list()[c["seed"]];
-      return run_one(m, rows[c["variant"]], corpus, o, tick);
-    });
-    if (!results) return;
-    const std::filesystem::path dir = ex.out;
-    std::filesystem::create_directories(dir);
-    const Table t = causes_table(*results, ex.placements, rows);
-    std::printf("\nper row, over the seeds (g0/gL, LN-in RMS, LN gain: the last %zu steps; |dW|/|W|: the first update "
-                "with lr > 0):\n\n%s", o.window, t.to_text().c_str());
-    t.write_csv(dir / "causes.csv");
-    runs_table(*results, ex.placements, rows, ex.seed_list()).write_csv(dir / "runs.csv");
-    for (const std::string& p : ex.placements) draw_curves(*results, p, rows, corpus, o.steps, dir);
-    std::printf("\nwrote %s: causes.csv, runs.csv, curves_<placement> (.png, .svg)\n", dir.string().c_str());
-    std::printf("time: %.1f s\n", seconds_since(start));
-  });
+  return ex.main(argc, argv, [&] { run(ex, o); });
 }

@@ -59,49 +59,6 @@ using namespace gs::analysis;
 
 namespace {
 
-// A run's steps as a grid cell's record (one list per field: "loss", "grad.0", "ln_rms.1", ...) and back.
-Record to_record(const std::vector<StepRecord>& steps) {
-  Record r;
-  r.set("steps", static_cast<double>(steps.size()));
-  for (const StepRecord& s : steps) {
-    r.push("loss", s.loss);
-    r.push("lr", s.lr);
-    r.push("grad_norm", s.grad_norm);
-    r.push("output_move", s.output_move);
-    for (std::size_t j = 0; j < s.layer_grad.size(); ++j) r.push("grad." + std::to_string(j), s.layer_grad[j]);
-    for (std::size_t j = 0; j < s.ln_rms.size(); ++j) r.push("ln_rms." + std::to_string(j), s.ln_rms[j]);
-    for (std::size_t j = 0; j < s.ln_gain.size(); ++j) r.push("ln_gain." + std::to_string(j), s.ln_gain[j]);
-    for (std::size_t j = 0; j < s.update_ratio.size(); ++j) r.push("update." + std::to_string(j), s.update_ratio[j]);
-    for (std::size_t j = 0; j < s.att_entropy.size(); ++j) r.push("att_entropy." + std::to_string(j), s.att_entropy[j]);
-    for (std::size_t j = 0; j < s.att_logit_max.size(); ++j) r.push("att_logit_max." + std::to_string(j), s.att_logit_max[j]);
-    r.push("log_z_mean", s.log_z_mean);
-    r.push("log_z_max", s.log_z_max);
-    r.push("logit_rms", s.logit_rms);
-  }
-  return r;
-}
-
-std::vector<StepRecord> steps_of(const Record& r) {
-  std::vector<StepRecord> steps(static_cast<std::size_t>(r.get("steps")));
-  auto column = [&](const std::string& name, std::size_t i) { return r.list(name).at(i); };
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    StepRecord& s = steps[i];
-    s.loss = column("loss", i), s.lr = column("lr", i), s.grad_norm = column("grad_norm", i);
-    s.output_move = column("output_move", i);
-    for (std::size_t j = 0; r.has("grad." + std::to_string(j)); ++j) s.layer_grad.push_back(column("grad." + std::to_string(j), i));
-    for (std::size_t j = 0; r.has("ln_rms." + std::to_string(j)); ++j) s.ln_rms.push_back(column("ln_rms." + std::to_string(j), i));
-    for (std::size_t j = 0; r.has("ln_gain." + std::to_string(j)); ++j) s.ln_gain.push_back(column("ln_gain." + std::to_string(j), i));
-    for (std::size_t j = 0; r.has("update." + std::to_string(j)); ++j) s.update_ratio.push_back(column("update." + std::to_string(j), i));
-    for (std::size_t j = 0; r.has("att_entropy." + std::to_string(j)); ++j)
-      s.att_entropy.push_back(column("att_entropy." + std::to_string(j), i));
-    for (std::size_t j = 0; r.has("att_logit_max." + std::to_string(j)); ++j)
-      s.att_logit_max.push_back(column("att_logit_max." + std::to_string(j), i));
-    if (r.has("log_z_mean")) s.log_z_mean = column("log_z_mean", i), s.log_z_max = column("log_z_max", i);
-    if (r.has("logit_rms")) s.logit_rms = column("logit_rms", i);
-  }
-  return steps;
-}
-
 struct DynamicsOptions {
   std::vector<std::size_t> warmups = {0, 100};
   double lr = 1e-2;
@@ -122,15 +79,52 @@ struct RunKey {
   auto operator<=>(const RunKey&) const = default;
 };
 
-struct RunTrace {
+
+// What one run measured: its steps (step_measures.hpp), the held-out loss after the last and the verdict.
+struct DynamicsRun {
   std::vector<StepRecord> steps;  // ends at the first NaN/Inf loss
   double final_loss = NAN;        // held-out, after the last step
   Verdict verdict = Verdict::diverged;
 };
 
-// One run's steps as a record (step_measures.hpp), with "final_loss" and "verdict".
-// With --html, the first seed's run is recorded for the explorer page.
-Record run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const DynamicsOptions& o, Tick& tick,
+// A run as a grid cell's record: one list per field of the steps ("loss", "grad.0", "ln_rms.1", ...).
+Record to_record(const DynamicsRun& run) {
+  Record r;
+  r.set("steps", static_cast<double>(run.steps.size()));
+  auto put = [&](const std::string& name, const std::vector<double>& per_site) {
+    for (std::size_t j = 0; j < per_site.size(); ++j) r.push(name + "." + std::to_string(j), per_site[j]);
+  };
+  for (const StepRecord& s : run.steps) {
+    for (const auto& [name, x] : {std::pair<const char*, double>{"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
+                                  {"output_move", s.output_move}, {"log_z_mean", s.log_z_mean},
+                                  {"log_z_max", s.log_z_max}, {"logit_rms", s.logit_rms}})
+      r.push(name, x);
+    put("grad", s.layer_grad), put("ln_rms", s.ln_rms), put("ln_gain", s.ln_gain), put("update", s.update_ratio);
+    put("att_entropy", s.att_entropy), put("att_logit_max", s.att_logit_max);
+  }
+  r.set("final_loss", run.final_loss);
+  r.set("verdict", static_cast<double>(run.verdict));
+  return r;
+}
+
+void from_record(const Record& r, DynamicsRun& run) {
+  run = {std::vector<StepRecord>(static_cast<std::size_t>(r.get("steps"))), r.get("final_loss"),
+         static_cast<Verdict>(r.get("verdict"))};
+  for (std::size_t i = 0; i < run.steps.size(); ++i) {
+    StepRecord& s = run.steps[i];
+    auto get = [&](const std::string& name) { return r.list(name).at(i); };
+    auto sites = [&](const std::string& name, std::vector<double>& per_site) {
+      for (std::size_t j = 0; r.has(name + "." + std::to_string(j)); ++j) per_site.push_back(get(name + "." + std::to_string(j)));
+    };
+    s.loss = get("loss"), s.lr = get("lr"), s.grad_norm = get("grad_norm"), s.output_move = get("output_move");
+    s.log_z_mean = get("log_z_mean"), s.log_z_max = get("log_z_max"), s.logit_rms = get("logit_rms");
+    sites("grad", s.layer_grad), sites("ln_rms", s.ln_rms), sites("ln_gain", s.ln_gain), sites("update", s.update_ratio);
+    sites("att_entropy", s.att_entropy), sites("att_logit_max", s.att_logit_max);
+  }
+}
+
+// One run. With --html, the first seed's run is recorded for the explorer page.
+DynamicsRun run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const DynamicsOptions& o, Tick& tick,
                Experiment& ex, const Cell& cell) {
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
@@ -178,27 +172,22 @@ Record run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const D
   }
   Tape::current().keep_contributions = false;
   const double final_loss = steps.size() == o.steps ? evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, m.seed) : NAN;
-  Record record = to_record(steps);
-  record.set("final_loss", final_loss);
   const Verdict verdict = verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, o.margin});
-  record.set("verdict", static_cast<double>(verdict));
   if (rec) {
     rec->run().facts = {{"program", "dynamics"}, {"run", cell.grid->describe(cell.index)}, {"data", corpus.name},
                         {"held-out loss", fmt(final_loss)}, {"verdict", to_string(verdict)}};
     ex.add_run(cell.index, rec->take());
   }
-  return record;
+  return {std::move(steps), final_loss, verdict};
 }
 
-using Runs = std::map<RunKey, std::vector<RunTrace>>;  // one trace per seed
+using Runs = std::map<RunKey, std::vector<DynamicsRun>>;  // one run per seed, in the order the tables print them
 
-// The cells' records as runs, in the order the tables print them.
-Runs runs_of(const Results& results, const std::vector<std::string>& placements, const DynamicsOptions& o) {
+Runs runs_of(const std::vector<DynamicsRun>& cells, const Grid& grid, const DynamicsOptions& o) {
   Runs runs;
-  for (const std::string& p : placements)
-    for (std::size_t w : o.warmups)
-      for (const Record* r : results.where({{"placement", p}, {"warmup", std::to_string(w)}}))
-        runs[{p, w}].push_back({steps_of(*r), r->get("final_loss"), static_cast<Verdict>(static_cast<int>(r->get("verdict")))});
+  for (std::size_t p = 0; p < grid.labels(0).size(); ++p)
+    for (std::size_t w = 0; w < o.warmups.size(); ++w)
+      for (const DynamicsRun* r : seeds_of(cells, grid, {p, w})) runs[{grid.labels(0)[p], o.warmups[w]}].push_back(*r);
   return runs;
 }
 
@@ -206,12 +195,6 @@ Runs runs_of(const Results& results, const std::vector<std::string>& placements,
 
 // A per-step quantity, read from a step record.
 using Field = std::function<double(const StepRecord&)>;
-
-double mean_of(const std::vector<double>& v) {
-  double s = 0.0;
-  for (double x : v) s += x;
-  return v.empty() ? NAN : s / static_cast<double>(v.size());
-}
 
 // The mean over the run's LN sites (NaN for rezero, which has none).
 const Field ln_rms = [](const StepRecord& r) { return mean_of(r.ln_rms); };
@@ -235,15 +218,15 @@ const Field log_z_mean = [](const StepRecord& r) { return r.log_z_mean; };
 const Field logit_rms = [](const StepRecord& r) { return r.logit_rms; };
 
 // A number from one seed's run; NaN where the run did not get far enough.
-using Measure = std::function<double(const RunTrace&)>;
+using Measure = std::function<double(const DynamicsRun&)>;
 
 // f at step t (1-based).
 Measure at(std::size_t t, Field f) {
-  return [=](const RunTrace& run) -> double { return t >= 1 && t <= run.steps.size() ? f(run.steps[t - 1]) : NAN; };
+  return [=](const DynamicsRun& run) -> double { return t >= 1 && t <= run.steps.size() ? f(run.steps[t - 1]) : NAN; };
 }
 // The max of f over steps 1..t.
 Measure max_to(std::size_t t, Field f) {
-  return [=](const RunTrace& run) -> double {
+  return [=](const DynamicsRun& run) -> double {
     double m = NAN;
     for (std::size_t i = 0; i < std::min(t, run.steps.size()); ++i)
       m = std::isnan(m) ? f(run.steps[i]) : std::max(m, f(run.steps[i]));
@@ -252,11 +235,11 @@ Measure max_to(std::size_t t, Field f) {
 }
 Measure min_to(std::size_t t, Field f) {
   const Measure neg = max_to(t, [f](const StepRecord& r) { return -f(r); });
-  return [neg](const RunTrace& run) { return -neg(run); };
+  return [neg](const DynamicsRun& run) { return -neg(run); };
 }
 // The mean of f over the last n of `steps` steps, for a run that got to the end.
 Measure last(std::size_t n, std::size_t steps, Field f) {
-  return [=](const RunTrace& run) -> double {
+  return [=](const DynamicsRun& run) -> double {
     if (run.steps.size() < steps) return NAN;
     double s = 0.0;
     for (std::size_t i = steps - n; i < steps; ++i) s += f(run.steps[i]);
@@ -264,22 +247,22 @@ Measure last(std::size_t n, std::size_t steps, Field f) {
   };
 }
 Measure ratio(Measure a, Measure b) {
-  return [=](const RunTrace& run) -> double { return a(run) / b(run); };
+  return [=](const DynamicsRun& run) -> double { return a(run) / b(run); };
 }
 
 // The statistic of a measure over the seeds of one run ("-" if it does not apply, e.g. rezero's LNs).
-std::string over_seeds(const std::vector<RunTrace>& traces, const Measure& m, int digits = 3) {
+std::string over_seeds(const std::vector<DynamicsRun>& traces, const Measure& m, int digits = 3) {
   std::vector<double> v;
-  for (const RunTrace& t : traces) v.push_back(m(t));
+  for (const DynamicsRun& t : traces) v.push_back(m(t));
   if (std::all_of(v.begin(), v.end(), [](double x) { return std::isnan(x); })) return "-";
   return fmt(stat_of(v), digits);
 }
 
 std::string run_label(const RunKey& k) { return k.placement + ", warmup " + std::to_string(k.warmup); }
 
-std::string verdicts(const std::vector<RunTrace>& traces) {
+std::string verdicts(const std::vector<DynamicsRun>& traces) {
   std::vector<Verdict> v;
-  for (const RunTrace& t : traces) v.push_back(t.verdict);
+  for (const DynamicsRun& t : traces) v.push_back(t.verdict);
   return verdict_text(v);
 }
 
@@ -324,9 +307,9 @@ void link_tables(const Runs& runs, const Corpus& corpus, const DynamicsOptions& 
         at(1, ln_gain), at(1, inv_rms), last(k, n, ln_gain), last(k, n, inv_rms)},
        dir, "link3_gradients");
 
-  const Measure held_out = [](const RunTrace& r) { return r.final_loss; };
-  const Measure minus_uniform = [&](const RunTrace& r) { return r.final_loss - corpus.uniform; };
-  const Measure minus_unigram = [&](const RunTrace& r) { return r.final_loss - corpus.unigram; };
+  const Measure held_out = [](const DynamicsRun& r) { return r.final_loss; };
+  const Measure minus_uniform = [&](const DynamicsRun& r) { return r.final_loss - corpus.uniform; };
+  const Measure minus_unigram = [&](const DynamicsRun& r) { return r.final_loss - corpus.unigram; };
   emit(runs,
        "link 4, stuck near the uniform loss: log V = " + fmt(corpus.uniform) + ", unigram H1 = " + fmt(corpus.unigram) +
            (std::isnan(corpus.floor) ? "" : ", entropy-rate floor " + fmt(corpus.floor)) +
@@ -338,13 +321,13 @@ void link_tables(const Runs& runs, const Corpus& corpus, const DynamicsOptions& 
 // ---- per-step CSV and plots ----
 
 // f per step averaged over the seeds, up to the shortest seed's run.
-Series mean_curve(const std::vector<RunTrace>& traces, const Field& f, std::string title) {
+Series mean_curve(const std::vector<DynamicsRun>& traces, const Field& f, std::string title) {
   std::size_t len = traces.front().steps.size();
-  for (const RunTrace& t : traces) len = std::min(len, t.steps.size());
+  for (const DynamicsRun& t : traces) len = std::min(len, t.steps.size());
   Series s{std::move(title), {}, {}, {}};
   for (std::size_t i = 0; i < len; ++i) {
     double sum = 0.0;
-    for (const RunTrace& t : traces) sum += f(t.steps[i]);
+    for (const DynamicsRun& t : traces) sum += f(t.steps[i]);
     s.x.push_back(static_cast<double>(i + 1));
     s.y.push_back(sum / static_cast<double>(traces.size()));
   }
@@ -366,7 +349,7 @@ void draw_runs(const Runs& runs, const Field& f, const std::string& title, const
 std::string file_label(const RunKey& k) { return file_part(k.placement) + "_w" + std::to_string(k.warmup); }
 
 // Per run: the gradient norm of every layer, and the input RMS of every LN, against the step.
-void draw_per_run(const RunKey& k, const std::vector<RunTrace>& tr, std::size_t layers,
+void draw_per_run(const RunKey& k, const std::vector<DynamicsRun>& tr, std::size_t layers,
                   const std::vector<std::string>& ln_names, const std::filesystem::path& dir) {
   const std::vector<std::string> names = layer_names(layers);
   if (mean_curve(tr, ln_rms, "").x.empty()) return;  // a seed diverged at step 1: nothing to draw
@@ -462,6 +445,43 @@ void plots(const Runs& runs, const Corpus& corpus, const ModelOptions& mo, const
   for (const auto& [k, tr] : runs) draw_per_run(k, tr, mo.layers, ln_names_of(mo, k.placement), dir);
 }
 
+void run(Experiment& ex, DynamicsOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  const ModelOptions& mo = ex.model;
+  keep_first_of_each(o.warmups);
+  nn::ModelConfig largest = mo.config();
+  largest.vocab = o.corpus.text.empty() ? mo.vocab : 256;
+  const std::size_t runs = ex.placements.size() * o.warmups.size() * ex.seeds;
+  ex.check_memory(largest, 2, true, runs, corpus_bytes(o.corpus, mo.vocab));
+  const Corpus corpus = build_corpus(o.corpus, mo.vocab, mo.seed, mo.seq);
+  std::printf(
+      "dynamics: %s (vocab %zu); layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; %s, "
+      "lr %g, linear warmup then constant, clip %s; %zu steps; seeds %u..%zu\n",
+      (o.corpus.text.empty() ? "markov order " + std::to_string(o.corpus.order) + ", concentration " + fmt(o.corpus.concentration)
+                      : corpus.name).c_str(), corpus.data.vocab(), mo.layers, mo.d_model, mo.heads, mo.batch, mo.seq,
+      o.opt.text() == OptimizerSetup{}.text() ? "Adam(0.9, 0.98)" : o.opt.text().c_str(), o.lr,
+      o.clip > 0 ? fmt(o.clip).c_str() : "off", o.steps, mo.seed, mo.seed + ex.seeds - 1);
+  std::printf(
+      "each number: mean ± std over the seeds; 'step t' = the t-th update, 'last N' = mean over the last N steps\n");
+  std::fflush(stdout);
+  Grid grid;
+  grid.axis("placement", ex.placements).axis("warmup", labels(o.warmups)).axis("seed", labels(ex.seed_list()));
+  const auto cells = ex.run_cells<DynamicsRun>(grid, "steps", [&](const Cell&) { return o.steps; }, [&](const Cell& c, Tick& tick) {
+    return run_one(ex.cell_model(c), o.warmups[c["warmup"]], corpus, o, tick, ex, c);
+  });
+  if (!cells) return;
+  const Runs traces = runs_of(*cells, grid, o);
+  const std::filesystem::path dir = ex.out;
+  std::filesystem::create_directories(dir);
+  link_tables(traces, corpus, o, dir);
+  write_steps_csv(traces, mo, mo.seed, dir);
+  plots(traces, corpus, mo, o, dir);
+  std::printf(
+      "\nwrote %s: steps.csv, link{1..4}_*.csv; plots loss, output_move, ln_input_rms, att_logit_max, log_z, logit_rms, grad_ratio, ln_gain, "
+      "grads_<run>, ln_input_<run> (.png, .svg)\ntime: %.1f s\n",
+      dir.string().c_str(), seconds_since(start));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -481,43 +501,5 @@ int main(int argc, char** argv) {
   add_corpus_flags(ex.app, o.corpus, true);
   add_optimizer_flags(ex.app, o.opt, true);
   describe(ex.app, "--placements", "placements to train (comma-separated)");
-  return ex.main(argc, argv, [&] {
-    const auto start = std::chrono::steady_clock::now();
-    const ModelOptions& mo = ex.model;
-    keep_first_of_each(o.warmups);
-    nn::ModelConfig largest = mo.config();
-    largest.vocab = o.corpus.text.empty() ? mo.vocab : 256;
-    const std::size_t runs = ex.placements.size() * o.warmups.size() * ex.seeds;
-    ex.check_memory(largest, 2, true, runs, corpus_bytes(o.corpus, mo.vocab));
-    const Corpus corpus = build_corpus(o.corpus, mo.vocab, mo.seed, mo.seq);
-    std::printf(
-        "dynamics: %s (vocab %zu); layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; %s, "
-        "lr %g, linear warmup then constant, clip %s; %zu steps; seeds %u..%zu\n",
-        (o.corpus.text.empty() ? "markov order " + std::to_string(o.corpus.order) + ", concentration " + fmt(o.corpus.concentration)
-                        : corpus.name).c_str(), corpus.data.vocab(), mo.layers, mo.d_model, mo.heads, mo.batch, mo.seq,
-        o.opt.text() == OptimizerSetup{}.text() ? "Adam(0.9, 0.98)" : o.opt.text().c_str(), o.lr,
-        o.clip > 0 ? fmt(o.clip).c_str() : "off", o.steps, mo.seed, mo.seed + ex.seeds - 1);
-    std::printf(
-        "each number: mean ± std over the seeds; 'step t' = the t-th update, 'last N' = mean over the last N steps\n");
-    std::fflush(stdout);
-    Grid grid;
-    grid.axis("placement", ex.placements).axis("warmup", labels(o.warmups)).axis("seed", labels(ex.seed_list()));
-    const auto results = ex.run_cells(grid, "steps", [&](const Cell&) { return o.steps; }, [&](const Cell& c, Tick& tick) {
-      ModelOptions m = mo;
-      m.placement = ex.placements[c["placement"]];
-      m.seed = ex.seed_list()[c["seed"]];
-      return run_one(m, o.warmups[c["warmup"]], corpus, o, tick, ex, c);
-    });
-    if (!results) return;
-    const Runs traces = runs_of(*results, ex.placements, o);
-    const std::filesystem::path dir = ex.out;
-    std::filesystem::create_directories(dir);
-    link_tables(traces, corpus, o, dir);
-    write_steps_csv(traces, mo, mo.seed, dir);
-    plots(traces, corpus, mo, o, dir);
-    std::printf(
-        "\nwrote %s: steps.csv, link{1..4}_*.csv; plots loss, output_move, ln_input_rms, att_logit_max, log_z, logit_rms, grad_ratio, ln_gain, "
-        "grads_<run>, ln_input_<run> (.png, .svg)\ntime: %.1f s\n",
-        dir.string().c_str(), seconds_since(start));
-  });
+  return ex.main(argc, argv, [&] { run(ex, o); });
 }

@@ -89,12 +89,29 @@ Variant parse_variant(const std::string& text, double z_coef, const ModelOptions
 double max_of(const std::vector<double>& v) { return v.empty() ? NAN : *std::max_element(v.begin(), v.end()); }
 double min_of(const std::vector<double>& v) { return v.empty() ? NAN : *std::min_element(v.begin(), v.end()); }
 
-// One run. The record: "init_loss", "final_loss" (NaN if a step's loss was NaN/Inf), "blew_up" (its
-// 1-based step, 0: none), and per step "losses", "att_logit_max" (over blocks and heads),
-// "att_entropy_min" (over blocks and heads), "log_z_mean", "logit_rms". With --html, the first seed's
-// run is recorded for the explorer page.
-Record run_one(ModelOptions m, const Variant& v, const Corpus& corpus, double lr, const SweepOptions& so,
-               OptimizerSetup opt, Tick& tick, Experiment& ex, const Cell& cell) {
+// What one run measured: its losses at init and at the end, and per step the training loss and, of the
+// step's forward pass, the largest |attention logit| and smallest attention entropy over blocks and heads,
+// the mean log Z and the RMS of the output logits.
+struct SweepRun {
+  double init_loss = NAN, final_loss = NAN;  // held out; final NaN if a step's loss was NaN/Inf
+  std::size_t blew_up = 0;                   // the 1-based step whose loss was NaN/Inf, 0: none
+  std::vector<double> losses, att_logit_max, att_entropy_min, log_z_mean, logit_rms;
+};
+
+Record to_record(const SweepRun& run) {
+  return {{"init_loss", {run.init_loss}}, {"final_loss", {run.final_loss}}, {"blew_up", {static_cast<double>(run.blew_up)}},
+          {"losses", run.losses}, {"att_logit_max", run.att_logit_max}, {"att_entropy_min", run.att_entropy_min},
+          {"log_z_mean", run.log_z_mean}, {"logit_rms", run.logit_rms}};
+}
+
+void from_record(const Record& r, SweepRun& run) {
+  run = {r.get("init_loss"), r.get("final_loss"), static_cast<std::size_t>(r.get("blew_up")), r.list("losses"),
+         r.list("att_logit_max"), r.list("att_entropy_min"), r.list("log_z_mean"), r.list("logit_rms")};
+}
+
+// One run. With --html, the first seed's run is recorded for the explorer page.
+SweepRun run_one(ModelOptions m, const Variant& v, const Corpus& corpus, double lr, const SweepOptions& so,
+                 OptimizerSetup opt, Tick& tick, Experiment& ex, const Cell& cell) {
   m.vocab = corpus.data.vocab();
   m.placement = v.placement;
   if (v.qk_norm != "none") m.qk_norm = v.qk_norm;
@@ -107,73 +124,87 @@ Record run_one(ModelOptions m, const Variant& v, const Corpus& corpus, double lr
   StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0};
   const auto rec = cell["seed"] == 0 ? ex.recorder(cell.grid->describe(cell.index), model) : nullptr;
   setup.recorder = rec.get();
-  Record r;
-  r.set("init_loss", evaluate(model, corpus.data, m.batch, m.seq, so.eval_batches, m.seed));
-  std::size_t blew_up = 0;
-  for (std::size_t step = 0; step < so.steps && blew_up == 0; ++step) {
+  SweepRun run;
+  run.init_loss = evaluate(model, corpus.data, m.batch, m.seq, so.eval_batches, m.seed);
+  for (std::size_t step = 0; step < so.steps; ++step) {
     const StepResult s = train_step(model, *optimizer, setup, step);
-    r.push("losses", s.loss);
+    run.losses.push_back(s.loss);
     if (!s.finite()) {
-      blew_up = step + 1;
+      run.blew_up = step + 1;
       break;
     }
     // The forward pass of this step is still on the tape (train_step resets it at the next step).
-    r.push("att_logit_max", max_of(attention_logit_max(model)));
-    r.push("att_entropy_min", min_of(attention_entropy(model)));
+    run.att_logit_max.push_back(max_of(attention_logit_max(model)));
+    run.att_entropy_min.push_back(min_of(attention_entropy(model)));
     const OutputLogits o = output_logits(model);
-    r.push("log_z_mean", o.log_z_mean);
-    r.push("logit_rms", o.rms);
+    run.log_z_mean.push_back(o.log_z_mean);
+    run.logit_rms.push_back(o.rms);
     char what[96];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e", s.loss, s.lr);
     tick(1, what);
   }
-  r.set("final_loss", blew_up ? NAN : evaluate(model, corpus.data, m.batch, m.seq, so.eval_batches, m.seed));
-  r.set("blew_up", static_cast<double>(blew_up));
+  run.final_loss = run.blew_up ? NAN : evaluate(model, corpus.data, m.batch, m.seq, so.eval_batches, m.seed);
   if (rec) {
     rec->run().facts = {{"program", "lrsweep"}, {"run", cell.grid->describe(cell.index)}, {"data", corpus.name},
-                        {"held-out loss", fmt(r.get("final_loss"))}};
+                        {"held-out loss", fmt(run.final_loss)}};
     ex.add_run(cell.index, rec->take());
   }
-  return r;
+  return run;
 }
 
 // ---- reporting ----
 
-struct Sweep {
-  const Results& results;
-  const SweepOptions& so;
-  std::vector<const Record*> at(const std::string& variant, double lr) const {
-    return results.where({{"variant", variant}, {"lr", label(lr)}});
-  }
-};
+// A per-step list of SweepRun; null: the final held-out loss instead.
+using StepList = std::vector<double> SweepRun::*;
 
-// The last value of a per-step list, NaN for a run that blew up or an empty list.
-double final_of(const Record& r, const std::string& name) {
-  if (r.get("blew_up") != 0 || !r.has(name) || r.list(name).empty()) return NAN;
-  return r.list(name).back();
+// The final held-out loss, or the last value of a per-step list (NaN for a run that blew up).
+double value_of(const SweepRun& r, StepList list) {
+  if (list == nullptr) return r.final_loss;
+  return r.blew_up != 0 || (r.*list).empty() ? NAN : (r.*list).back();
 }
 
-// The sensitivity of one seed: the variant's runs of that seed over the lrs.
-std::vector<double> sensitivities(const Sweep& s, const std::string& variant, std::size_t seeds) {
+// What report() prints, writes and draws of each quantity: a table NAME.csv, and the plot NAME if it has a title.
+struct Quantity {
+  StepList list;
+  std::string name, heading, plot_title, ylabel;
+  bool log_y = false;
+};
+
+std::vector<Quantity> quantities() {
+  return {{&SweepRun::att_logit_max, "att_logit_max", "largest |attention logit| over blocks and heads, at the last step",
+           "largest |attention logit| at the last step", "max |q.k|/sqrt(dh) (log scale)", true},
+          {&SweepRun::att_entropy_min, "att_entropy_min",
+           "smallest attention entropy over blocks and heads (nats), at the last step",
+           "smallest attention entropy at the last step", "entropy (nats)", false},
+          {&SweepRun::log_z_mean, "log_z_mean", "mean log Z of the output logits, at the last step",
+           "mean log Z of the output logits at the last step", "log Z", false},
+          {&SweepRun::logit_rms, "logit_rms", "RMS of the output logits, at the last step", "", "", false}};
+}
+
+// Every run, and the grid of its cells: axes variant, lr, seed.
+struct Sweep {
+  const std::vector<SweepRun>& runs;
+  const Grid& grid;
+  const SweepOptions& so;
+  std::vector<const SweepRun*> at(std::size_t v, std::size_t l) const { return seeds_of(runs, grid, {v, l}); }
+};
+
+// The sensitivity of each seed: the variant's runs of that seed over the lrs.
+std::vector<double> sensitivities(const Sweep& s, std::size_t v, std::size_t seeds) {
   std::vector<double> out;
   for (std::size_t k = 0; k < seeds; ++k) {
     std::vector<double> finals;
-    double init = NAN;
-    for (double lr : s.so.lrs) {
-      const Record& r = *s.at(variant, lr).at(k);
-      finals.push_back(r.get("final_loss"));
-      init = r.get("init_loss");  // the same model at init for every lr of a seed
-    }
-    out.push_back(lr_sensitivity(finals, init));
+    for (std::size_t l = 0; l < s.so.lrs.size(); ++l) finals.push_back(s.at(v, l).at(k)->final_loss);
+    out.push_back(lr_sensitivity(finals, s.at(v, 0).at(k)->init_loss));  // the same model at init for every lr
   }
   return out;
 }
 
-std::string cell_of(const std::vector<const Record*>& runs, const std::string& name, bool final_step) {
+std::string cell_of(const std::vector<const SweepRun*>& runs, StepList list) {
   std::vector<double> v;
   std::size_t blown = 0;
-  for (const Record* r : runs) {
-    const double x = final_step ? final_of(*r, name) : r->get(name);
+  for (const SweepRun* r : runs) {
+    const double x = value_of(*r, list);
     if (std::isfinite(x)) v.push_back(x);
     else ++blown;
   }
@@ -182,123 +213,139 @@ std::string cell_of(const std::vector<const Record*>& runs, const std::string& n
   return cell;
 }
 
-// A table: a row per variant, a column per lr, each cell mean ± std over the seeds of `name`.
-Table lr_table(const Sweep& s, const std::string& name, bool final_step) {
+// A row per variant, a column per lr, each cell mean ± std over the seeds; printed under `heading` and
+// written as DIR/NAME.csv.
+void lr_table(const Sweep& s, StepList list, const std::string& heading, const std::filesystem::path& dir,
+              const std::string& name) {
   std::vector<std::string> cols = {"variant"};
   for (double lr : s.so.lrs) cols.push_back("lr " + fmt(lr, 3));
   Table t(cols);
-  for (const std::string& v : s.so.variants) {
-    std::vector<std::string> row = {v};
-    for (double lr : s.so.lrs) row.push_back(cell_of(s.at(v, lr), name, final_step));
+  for (std::size_t v = 0; v < s.so.variants.size(); ++v) {
+    std::vector<std::string> row = {s.so.variants[v]};
+    for (std::size_t l = 0; l < s.so.lrs.size(); ++l) row.push_back(cell_of(s.at(v, l), list));
     t.add_row(row);
   }
-  return t;
+  std::printf("\n%s:\n\n%s", heading.c_str(), t.to_text().c_str());
+  t.write_csv(dir / (name + ".csv"));
 }
 
-// Mean over seeds of a per-step quantity's final value (or of a record's number), against lr.
-Series lr_curve(const Sweep& s, const std::string& v, const std::string& name, bool final_step) {
-  Series out{v, {}, {}, {}};
-  for (double lr : s.so.lrs) {
-    std::vector<double> vals;
-    for (const Record* r : s.at(v, lr)) {
-      const double x = final_step ? final_of(*r, name) : r->get(name);
-      if (std::isfinite(x)) vals.push_back(x);
+// Mean over seeds against lr, a line per variant; no point where a seed blew up.
+void plot_vs_lr(const Sweep& s, StepList list, const std::string& title, const std::string& ylabel, bool log_y,
+                const std::filesystem::path& dir, const std::string& name, std::vector<Series> extra = {}) {
+  Plot p{title, "learning rate", ylabel, true, log_y, {}};
+  for (std::size_t v = 0; v < s.so.variants.size(); ++v) {
+    Series line{s.so.variants[v], {}, {}, {}};
+    for (std::size_t l = 0; l < s.so.lrs.size(); ++l) {
+      std::vector<double> vals;
+      for (const SweepRun* r : s.at(v, l))
+        if (std::isfinite(value_of(*r, list))) vals.push_back(value_of(*r, list));
+      if (vals.size() != s.at(v, l).size()) continue;
+      const Stat st = stat_of(vals);
+      line.x.push_back(s.so.lrs[l]);
+      line.y.push_back(st.mean);
+      line.err.push_back(st.std);
     }
-    if (vals.size() != s.at(v, lr).size()) continue;  // a seed blew up: no point
-    const Stat st = stat_of(vals);
-    out.x.push_back(lr);
-    out.y.push_back(st.mean);
-    out.err.push_back(st.std);
+    p.series.push_back(line);
   }
-  return out;
+  for (Series& e : extra) p.series.push_back(std::move(e));
+  draw(p, dir, name);
+}
+
+Table sensitivity_table(const Sweep& s, std::size_t seeds) {
+  Table sens({"variant", "lr_sensitivity", "per_seed", "best_lr", "best_final_loss", "init_loss"});
+  for (std::size_t v = 0; v < s.so.variants.size(); ++v) {
+    const std::vector<double> per_seed = sensitivities(s, v, seeds);
+    std::string list;
+    for (double x : per_seed) list += (list.empty() ? "" : " ") + fmt(x, 3);
+    double best = INFINITY, best_lr = NAN;
+    for (std::size_t l = 0; l < s.so.lrs.size(); ++l) {
+      std::vector<double> f;
+      for (const SweepRun* r : s.at(v, l)) f.push_back(r->final_loss);
+      const Stat st = stat_of(f);
+      if (std::isfinite(st.mean) && st.mean < best) best = st.mean, best_lr = s.so.lrs[l];
+    }
+    std::vector<double> inits;
+    for (const SweepRun* r : s.at(v, 0)) inits.push_back(r->init_loss);
+    sens.add_row({s.so.variants[v], fmt(stat_of(per_seed), 3), list, fmt(best_lr, 3), fmt(best, 4), fmt(stat_of(inits), 4)});
+  }
+  return sens;
+}
+
+// runs.csv: one row per run; steps.csv: one row per run and step.
+void write_runs_csv(const Sweep& s, const std::vector<unsigned>& seeds, const std::filesystem::path& dir) {
+  Table runs({"variant", "lr", "seed", "init_loss", "final_loss", "nan_at_step", "att_logit_max_last",
+              "att_logit_max_peak", "att_entropy_min_last", "log_z_mean_last", "logit_rms_last"});
+  Table steps({"variant", "lr", "seed", "step", "loss", "att_logit_max", "att_entropy_min", "log_z_mean", "logit_rms"});
+  for (std::size_t i = 0; i < s.grid.size(); ++i) {
+    const Cell c{&s.grid, i};
+    const SweepRun& r = s.runs[i];
+    const std::string v = s.so.variants[c["variant"]], lr = fmt(s.so.lrs[c["lr"]], 3), seed = std::to_string(seeds[c["seed"]]);
+    runs.add_row({v, lr, seed, fmt(r.init_loss, 6), fmt(r.final_loss, 6), std::to_string(r.blew_up),
+                  fmt(value_of(r, &SweepRun::att_logit_max), 6), fmt(max_of(r.att_logit_max), 6),
+                  fmt(value_of(r, &SweepRun::att_entropy_min), 6), fmt(value_of(r, &SweepRun::log_z_mean), 6),
+                  fmt(value_of(r, &SweepRun::logit_rms), 6)});
+    for (std::size_t k = 0; k < r.att_logit_max.size(); ++k)
+      steps.add_row({v, lr, seed, std::to_string(k + 1), fmt(r.losses[k], 7), fmt(r.att_logit_max[k], 7),
+                     fmt(r.att_entropy_min[k], 7), fmt(r.log_z_mean[k], 7), fmt(r.logit_rms[k], 7)});
+  }
+  runs.write_csv(dir / "runs.csv");
+  steps.write_csv(dir / "steps.csv");
 }
 
 void report(const Sweep& s, const Corpus& corpus, const std::vector<unsigned>& seeds, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
-  const Table finals = lr_table(s, "final_loss", false);
-  std::printf("\nfinal held-out loss (mean ± std over %zu seeds; NaN: the loss became NaN/Inf):\n\n%s", seeds.size(),
-              finals.to_text().c_str());
-  finals.write_csv(dir / "final_loss.csv");
-
-  Table sens({"variant", "lr_sensitivity", "per_seed", "best_lr", "best_final_loss", "init_loss"});
-  for (const std::string& v : s.so.variants) {
-    const std::vector<double> per_seed = sensitivities(s, v, seeds.size());
-    std::string list;
-    for (double x : per_seed) list += (list.empty() ? "" : " ") + fmt(x, 3);
-    double best = INFINITY, best_lr = NAN;
-    for (double lr : s.so.lrs) {
-      std::vector<double> f;
-      for (const Record* r : s.at(v, lr)) f.push_back(r->get("final_loss"));
-      const Stat st = stat_of(f);
-      if (std::isfinite(st.mean) && st.mean < best) best = st.mean, best_lr = lr;
-    }
-    std::vector<double> inits;
-    for (const Record* r : s.at(v, s.so.lrs.front())) inits.push_back(r->get("init_loss"));
-    sens.add_row({v, fmt(stat_of(per_seed), 3), list, fmt(best_lr, 3), fmt(best, 4), fmt(stat_of(inits), 4)});
-  }
+  lr_table(s, nullptr, "final held-out loss (mean ± std over " + std::to_string(seeds.size()) +
+                           " seeds; NaN: the loss became NaN/Inf)", dir, "final_loss");
+  const Table sens = sensitivity_table(s, seeds.size());
   std::printf("\nLR sensitivity = mean over lrs of min(final, init loss) - best final loss, per seed, then mean ± std "
               "over seeds;\nbest lr by the seeds' mean final loss:\n\n%s", sens.to_text().c_str());
   sens.write_csv(dir / "sensitivity.csv");
-
-  const Table logits = lr_table(s, "att_logit_max", true);
-  std::printf("\nlargest |attention logit| over blocks and heads, at the last step:\n\n%s", logits.to_text().c_str());
-  logits.write_csv(dir / "att_logit_max.csv");
-  const Table entropy = lr_table(s, "att_entropy_min", true);
-  std::printf("\nsmallest attention entropy over blocks and heads (nats), at the last step:\n\n%s",
-              entropy.to_text().c_str());
-  entropy.write_csv(dir / "att_entropy_min.csv");
-  const Table logz = lr_table(s, "log_z_mean", true);
-  std::printf("\nmean log Z of the output logits, at the last step:\n\n%s", logz.to_text().c_str());
-  logz.write_csv(dir / "log_z_mean.csv");
-  const Table rms = lr_table(s, "logit_rms", true);
-  std::printf("\nRMS of the output logits, at the last step:\n\n%s", rms.to_text().c_str());
-  rms.write_csv(dir / "logit_rms.csv");
-
-  // runs.csv: one row per run; steps.csv: one row per run and step.
-  Table runs({"variant", "lr", "seed", "init_loss", "final_loss", "nan_at_step", "att_logit_max_last",
-              "att_logit_max_peak", "att_entropy_min_last", "log_z_mean_last", "logit_rms_last"});
-  Table steps({"variant", "lr", "seed", "step", "loss", "att_logit_max", "att_entropy_min", "log_z_mean", "logit_rms"});
-  const Grid& g = s.results.grid();
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    const Cell c{&g, i};
-    const Record& r = s.results.at(i);
-    const std::string v = s.so.variants[c["variant"]], lr = fmt(s.so.lrs[c["lr"]], 3), seed = std::to_string(seeds[c["seed"]]);
-    const std::vector<double> none;
-    const std::vector<double>& peak = r.has("att_logit_max") ? r.list("att_logit_max") : none;
-    runs.add_row({v, lr, seed, fmt(r.get("init_loss"), 6), fmt(r.get("final_loss"), 6),
-                  std::to_string(static_cast<std::size_t>(r.get("blew_up"))), fmt(final_of(r, "att_logit_max"), 6),
-                  fmt(max_of(peak), 6), fmt(final_of(r, "att_entropy_min"), 6), fmt(final_of(r, "log_z_mean"), 6),
-                  fmt(final_of(r, "logit_rms"), 6)});
-    for (std::size_t k = 0; k < peak.size(); ++k)
-      steps.add_row({v, lr, seed, std::to_string(k + 1), fmt(r.list("losses")[k], 7), fmt(peak[k], 7),
-                     fmt(r.list("att_entropy_min")[k], 7), fmt(r.list("log_z_mean")[k], 7),
-                     fmt(r.list("logit_rms")[k], 7)});
-  }
-  runs.write_csv(dir / "runs.csv");
-  steps.write_csv(dir / "steps.csv");
-
-  auto plot_vs_lr = [&](const std::string& name, bool final_step, const std::string& title, const std::string& ylabel,
-                        bool log_y, const std::string& file) {
-    Plot p{title, "learning rate", ylabel, true, log_y, {}};
-    for (const std::string& v : s.so.variants) p.series.push_back(lr_curve(s, v, name, final_step));
-    if (name == "final_loss") {
-      const double x0 = s.so.lrs.front(), x1 = s.so.lrs.back();
-      p.series.push_back({"uniform log V", {x0, x1}, {corpus.uniform, corpus.uniform}, {}});
-      p.series.push_back({"entropy-rate floor", {x0, x1}, {corpus.floor, corpus.floor}, {}});
-    }
-    draw(p, dir, file);
-  };
-  plot_vs_lr("final_loss", false, "final held-out loss against lr (mean ± std over seeds; missing: a seed's NaN)",
-             "loss (nats)", false, "final_loss");
-  plot_vs_lr("att_logit_max", true, "largest |attention logit| at the last step", "max |q.k|/sqrt(dh) (log scale)",
-             true, "att_logit_max");
-  plot_vs_lr("att_entropy_min", true, "smallest attention entropy at the last step", "entropy (nats)", false,
-             "att_entropy_min");
-  plot_vs_lr("log_z_mean", true, "mean log Z of the output logits at the last step", "log Z", false, "log_z_mean");
+  for (const Quantity& q : quantities()) lr_table(s, q.list, q.heading, dir, q.name);
+  write_runs_csv(s, seeds, dir);
+  const double x0 = s.so.lrs.front(), x1 = s.so.lrs.back();
+  plot_vs_lr(s, nullptr, "final held-out loss against lr (mean ± std over seeds; missing: a seed's NaN)", "loss (nats)",
+             false, dir, "final_loss",
+             {flat_line("uniform log V", x0, x1, corpus.uniform), flat_line("entropy-rate floor", x0, x1, corpus.floor)});
+  for (const Quantity& q : quantities())
+    if (!q.plot_title.empty()) plot_vs_lr(s, q.list, q.plot_title, q.ylabel, q.log_y, dir, q.name);
   std::printf("\nwrote %s: final_loss.csv, sensitivity.csv, att_logit_max.csv, att_entropy_min.csv, log_z_mean.csv, "
               "logit_rms.csv, runs.csv, steps.csv; plots final_loss, att_logit_max, att_entropy_min, log_z_mean "
               "(.png, .svg)\n",
               dir.string().c_str());
+}
+
+void run(Experiment& ex, SweepOptions& so, const OptimizerSetup& opt) {
+  const auto start = std::chrono::steady_clock::now();
+  const ModelOptions& mo = ex.model;
+  keep_first_of_each(so.variants);
+  keep_first_of_each(so.lrs);
+  std::sort(so.lrs.begin(), so.lrs.end());
+  std::vector<Variant> variants;
+  for (const std::string& v : so.variants) variants.push_back(parse_variant(v, so.z_coef, mo));
+  if (opt.z_loss != 0 || opt.adam_v0 != "zero")
+    throw FlagError("lrsweep sets the z-loss and Adam's v0 per variant (+z, +gi): leave --z-loss and --adam-v0 out");
+  if (so.warmup > so.steps)
+    throw FlagError("--warmup " + std::to_string(so.warmup) + " is more than --steps " + std::to_string(so.steps));
+  const std::size_t cells = variants.size() * so.lrs.size() * ex.seeds;
+  ex.check_memory(mo.config(), 2, ex.html_wanted(), cells, corpus_bytes({}, mo.vocab));
+  const Corpus corpus = build_corpus({}, mo.vocab, mo.seed, mo.seq);
+  std::printf("lrsweep: %zu runs (%zu variants x %zu lrs x %zu seeds), %zu steps each\n", cells, variants.size(),
+              so.lrs.size(), ex.seeds, so.steps);
+  std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu%s\n", mo.layers,
+              mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm + " where a variant sets none").c_str());
+  std::printf("  %s, cosine decay to 0.1 lr (+warmup: linear over %zu steps first), no clipping; +z: C = %g\n",
+              opt.text().c_str(), so.warmup, so.z_coef);
+  std::printf("  Markov corpus: uniform log V = %.4f, entropy-rate floor %.4f; %u parallel jobs\n", corpus.uniform,
+              corpus.floor, ex.jobs);
+  std::fflush(stdout);
+  Grid grid;
+  grid.axis("variant", so.variants).axis("lr", labels(so.lrs)).axis("seed", labels(ex.seed_list()));
+  const auto runs = ex.run_cells<SweepRun>(grid, "steps", [&](const Cell&) { return so.steps; }, [&](const Cell& c, Tick& tick) {
+    return run_one(ex.cell_model(c), variants[c["variant"]], corpus, so.lrs[c["lr"]], so, opt, tick, ex, c);
+  });
+  if (!runs) return;
+  report(Sweep{*runs, grid, so}, corpus, ex.seed_list(), ex.out);
+  std::printf("time: %.1f s\n", seconds_since(start));
 }
 
 }  // namespace
@@ -324,39 +371,5 @@ int main(int argc, char** argv) {
   add_optimizer_flags(ex.app, opt, false);
   describe(ex.app, "--seeds", "seeds per (variant, lr): the sensitivity is computed per seed, then mean ± std");
   describe(ex.app, "--vocab", "vocabulary of the Markov corpus");
-  return ex.main(argc, argv, [&] {
-    const auto start = std::chrono::steady_clock::now();
-    const ModelOptions& mo = ex.model;
-    keep_first_of_each(so.variants);
-    keep_first_of_each(so.lrs);
-    std::sort(so.lrs.begin(), so.lrs.end());
-    std::vector<Variant> variants;
-    for (const std::string& v : so.variants) variants.push_back(parse_variant(v, so.z_coef, mo));
-    if (opt.z_loss != 0 || opt.adam_v0 != "zero")
-      throw FlagError("lrsweep sets the z-loss and Adam's v0 per variant (+z, +gi): leave --z-loss and --adam-v0 out");
-    if (so.warmup > so.steps)
-      throw FlagError("--warmup " + std::to_string(so.warmup) + " is more than --steps " + std::to_string(so.steps));
-    const std::size_t runs = variants.size() * so.lrs.size() * ex.seeds;
-    ex.check_memory(mo.config(), 2, ex.html_wanted(), runs, corpus_bytes({}, mo.vocab));
-    const Corpus corpus = build_corpus({}, mo.vocab, mo.seed, mo.seq);
-    std::printf("lrsweep: %zu runs (%zu variants x %zu lrs x %zu seeds), %zu steps each\n", runs, variants.size(),
-                so.lrs.size(), ex.seeds, so.steps);
-    std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu%s\n", mo.layers,
-                mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm + " where a variant sets none").c_str());
-    std::printf("  %s, cosine decay to 0.1 lr (+warmup: linear over %zu steps first), no clipping; +z: C = %g\n",
-                opt.text().c_str(), so.warmup, so.z_coef);
-    std::printf("  Markov corpus: uniform log V = %.4f, entropy-rate floor %.4f; %u parallel jobs\n", corpus.uniform,
-                corpus.floor, ex.jobs);
-    std::fflush(stdout);
-    Grid grid;
-    grid.axis("variant", so.variants).axis("lr", labels(so.lrs)).axis("seed", labels(ex.seed_list()));
-    const auto results = ex.run_cells(grid, "steps", [&](const Cell&) { return so.steps; }, [&](const Cell& c, Tick& tick) {
-      ModelOptions m = mo;
-      m.seed = ex.seed_list()[c["seed"]];
-      return run_one(m, variants[c["variant"]], corpus, so.lrs[c["lr"]], so, opt, tick, ex, c);
-    });
-    if (!results) return;
-    report(Sweep{*results, so}, corpus, ex.seed_list(), ex.out);
-    std::printf("time: %.1f s\n", seconds_since(start));
-  });
+  return ex.main(argc, argv, [&] { run(ex, so, opt); });
 }

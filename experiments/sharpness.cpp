@@ -49,24 +49,21 @@ using namespace gs::analysis;
 
 namespace {
 
-// The record of one run: "steps" (measured), "lr" (lr_s at each), "loss" (the measurement batch's loss),
-// per scope j (0 = the model, 1 + i = block i) "H<j>", "P<j>" (lambda_max) and "H<j>.res", "P<j>.res"
-// (the residual |A y - lambda y| / |lambda|; converged when <= --tolerance); "final_loss" (held out),
-// "blew_up" (the 1-based step whose training loss was NaN/Inf, 0: none) and "verdict". A run that blew
-// up is measured no further.
+// The measurements of one run (SharpnessRun, sharpness_report.hpp) at the step taken.
 struct Measurer {
   nn::TransformerLM& model;
   const nn::Batch& batch;
   const std::vector<CurvatureScope>& scopes;
   const LanczosOptions& lanczos;
-  Record& r;
+  SharpnessRun& r;
   Tick& tick;
 
   void H(std::size_t s) {
     const std::vector<Parameter> all = parameter_handles(model);
     for (std::size_t j = 0; j < scopes.size(); ++j) {
       const CurvatureResult c = scope_lambda_max(batch_loss(model, batch), all, scopes[j], lanczos);
-      put("H" + std::to_string(j), c);
+      r.H[j].push_back(c.lambda_max);
+      r.H_res[j].push_back(c.residual / std::abs(c.lambda_max));
       tick(1, "step " + std::to_string(s) + " " + scopes[j].name + " lambda_H " + fmt(c.lambda_max));
     }
   }
@@ -75,13 +72,10 @@ struct Measurer {
     for (std::size_t j = 0; j < scopes.size(); ++j) {
       const CurvatureResult c =
           scope_preconditioned_lambda_max(batch_loss(model, batch), all, preconditioner, scopes[j], lanczos);
-      put("P" + std::to_string(j), c);
+      r.P[j].push_back(c.lambda_max);
+      r.P_res[j].push_back(c.residual / std::abs(c.lambda_max));
       tick(1, "step " + std::to_string(s) + " " + scopes[j].name + " lambda_P " + fmt(c.lambda_max));
     }
-  }
-  void put(const std::string& name, const CurvatureResult& c) {
-    r.push(name, c.lambda_max);
-    r.push(name + ".res", c.residual / std::abs(c.lambda_max));
   }
   double loss() {
     Tape tape;
@@ -106,9 +100,9 @@ void set_values(std::vector<Parameter> params,  // handles: copies share the val
 // each cell would have measured, so a shard's numbers do not depend on which cells it holds).
 class InitMeasurements {
  public:
-  Record get(const std::string& key, const std::function<Record()>& measure) {
-    std::promise<Record> promise;
-    std::shared_future<Record> result;
+  SharpnessRun get(const std::string& key, const std::function<SharpnessRun()>& measure) {
+    std::promise<SharpnessRun> promise;
+    std::shared_future<SharpnessRun> result;
     bool mine = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -132,7 +126,7 @@ class InitMeasurements {
 
  private:
   std::mutex mutex_;
-  std::map<std::string, std::shared_future<Record>> made_;
+  std::map<std::string, std::shared_future<SharpnessRun>> made_;
 };
 
 struct Run {
@@ -151,15 +145,16 @@ struct Run {
   }
 };
 
-// Step 0: "loss", H<j> at the initial parameters, and P<j> with P of the first update (at the
-// initial parameters too), unless the first step's loss was NaN/Inf.
-Record measure_init(const ModelOptions& m, const Corpus& corpus, const SharpnessOptions& go, Tick& tick) {
+// Step 0: the loss, H at the initial parameters, and P with P of the first update (at the initial
+// parameters too), unless the first step's loss was NaN/Inf.
+SharpnessRun measure_init(const ModelOptions& m, const Corpus& corpus, const SharpnessOptions& go, Tick& tick) {
   Run run(m, corpus, go.lrs[0], 0, go.steps);
   const std::vector<CurvatureScope> scopes = curvature_scopes(run.model);
   const std::vector<Parameter> params = parameter_handles(run.model);
-  Record r;
+  SharpnessRun r;
+  r.H.resize(scopes.size()), r.H_res.resize(scopes.size()), r.P.resize(scopes.size()), r.P_res.resize(scopes.size());
   Measurer measure{run.model, run.batch, scopes, go.lanczos, r, tick};
-  r.push("loss", measure.loss());
+  r.loss.push_back(measure.loss());
   measure.H(0);
   const std::vector<Array> before = values_of(params);
   if (train_step(run.model, run.adam, run.setup, 0).finite()) {
@@ -169,30 +164,27 @@ Record measure_init(const ModelOptions& m, const Corpus& corpus, const Sharpness
   return r;
 }
 
-Record run_one(const ModelOptions& m, const Corpus& corpus, double lr, std::size_t warmup, const SharpnessOptions& go,
-               const Record& init, Tick& tick) {
+SharpnessRun run_one(const ModelOptions& m, const Corpus& corpus, double lr, std::size_t warmup,
+                     const SharpnessOptions& go, const SharpnessRun& init, Tick& tick) {
   Run run(m, corpus, lr, warmup, go.steps);
   const std::vector<CurvatureScope> scopes = curvature_scopes(run.model);
-  Record r = init;
-  r.push("steps", 0.0);
-  r.push("lr", run.schedule.lr(0));
+  SharpnessRun r = init;
+  r.steps.push_back(0.0);
+  r.lr.push_back(run.schedule.lr(0));
   Measurer measure{run.model, run.batch, scopes, go.lanczos, r, tick};
-  std::size_t blew_up = 0;
-  for (std::size_t s = 0; s < go.steps && blew_up == 0; ++s) {
-    if (!train_step(run.model, run.adam, run.setup, s).finite()) blew_up = s + 1;
+  for (std::size_t s = 0; s < go.steps && r.blew_up == 0; ++s) {
+    if (!train_step(run.model, run.adam, run.setup, s).finite()) r.blew_up = s + 1;
     const std::size_t taken = s + 1;  // updates taken
-    if (blew_up == 0 && taken % go.every == 0) {
-      r.push("steps", static_cast<double>(taken));
-      r.push("lr", run.schedule.lr(taken));
-      r.push("loss", measure.loss());
+    if (r.blew_up == 0 && taken % go.every == 0) {
+      r.steps.push_back(static_cast<double>(taken));
+      r.lr.push_back(run.schedule.lr(taken));
+      r.loss.push_back(measure.loss());
       measure.H(taken);
       measure.P(taken, run.adam.preconditioner());
     }
   }
-  const double final_loss = blew_up ? NAN : evaluate(run.model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
-  r.set("final_loss", final_loss);
-  r.set("blew_up", static_cast<double>(blew_up));
-  r.set("verdict", static_cast<double>(verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, go.margin})));
+  r.final_loss = r.blew_up ? NAN : evaluate(run.model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
+  r.verdict = verdict_of(r.final_loss, Thresholds{corpus.uniform, corpus.unigram, go.margin});
   return r;
 }
 
@@ -205,6 +197,58 @@ void dump_with_lambda(const Experiment& ex, const LanczosOptions& lanczos) {
   std::printf("dump: lambda_max(H) = %.10g (%zu products, residual / lambda %.1e, %s)\n", c.lambda_max, c.iterations,
               c.residual / std::abs(c.lambda_max), c.converged ? "converged" : "NOT converged");
   dump_model(ex.dump, model, batch, {{"lambda_max", Array{c.lambda_max}}});
+}
+
+void print_setup(const Experiment& ex, const SharpnessOptions& go, const Corpus& corpus, std::size_t blocks) {
+  const ModelOptions& mo = ex.model;
+  std::string at;
+  for (std::size_t k : measured_steps(go)) at += (at.empty() ? "" : ", ") + std::to_string(k);
+  std::printf("sharpness: %zu runs (%zu placements x %zu lrs x %zu warmups x %zu seeds), %zu steps each, measured at "
+              "%zu steps (%s)\n",
+              ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds, ex.placements.size(), go.lrs.size(), go.warmups.size(), ex.seeds, go.steps, measured_steps(go).size(), at.c_str());
+  std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu; Markov corpus "
+              "(vocab %zu, order %zu); Adam(%g, 0.98, eps 1e-8), linear warmup then constant lr; %u parallel jobs%s\n",
+              mo.layers, mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.vocab,
+              go.corpus.order, adam_beta1, ex.jobs, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
+  std::printf("  curvature of the loss of one fixed held-out batch per seed, for the whole model and each of the %zu "
+              "blocks; Lanczos: at most %zu products (2 gradients each), tolerance %s\n",
+              blocks, go.lanczos.max_iterations, fmt(go.lanczos.tolerance).c_str());
+  std::printf("  lr_s = the rate of the step taken from step s; thresholds: SGD lr_s * lambda_H < 2, Adam "
+              "(beta1 %g) lr_s * lambda_P < %s\n",
+              adam_beta1, fmt(adam_threshold(adam_beta1)).c_str());
+  std::printf("  step 0: Adam's P does not exist before the first update; lambda_P at step 0 uses P of the first "
+              "update (v_hat = g_0^2, P = |g_0| + eps) at the initial parameters\n");
+  std::printf("  verdict (as warmup's, on the held-out loss after the last step): diverged > %.4f, stuck > %.4f, "
+              "else trained\n",
+              corpus.uniform + go.margin, corpus.unigram - go.margin);
+  std::fflush(stdout);
+}
+
+void run(Experiment& ex, SharpnessOptions& go) {
+  const auto start = std::chrono::steady_clock::now();
+  const ModelOptions& mo = ex.model;
+  keep_first_of_each(go.lrs);
+  keep_first_of_each(go.warmups);
+  if (go.every > go.steps) throw FlagError("--every " + std::to_string(go.every) + " is more than --steps " + std::to_string(go.steps));
+  const std::size_t cells = ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
+  ex.check_memory(mo.config(), 2, false, cells, corpus_bytes(go.corpus, mo.vocab));
+  const Corpus corpus = build_corpus(go.corpus, mo.vocab, mo.seed, mo.seq);
+  const std::vector<CurvatureScope> scopes = curvature_scopes(nn::TransformerLM(mo.config()));
+  print_setup(ex, go, corpus, scopes.size() - 1);
+  Grid grid;
+  grid.axis("placement", ex.placements).axis("warmup", labels(go.warmups)).axis("lr", labels(go.lrs));
+  grid.axis("seed", labels(ex.seed_list()));
+  const auto cost = [&](const Cell&) { return 2 * scopes.size() * measured_steps(go).size(); };
+  InitMeasurements init;
+  const auto runs = ex.run_cells<SharpnessRun>(grid, "lambda_max estimates", cost, [&](const Cell& c, Tick& tick) {
+    const ModelOptions m = ex.cell_model(c);
+    const SharpnessRun at_init = init.get(m.placement + " " + std::to_string(m.seed), [&] { return measure_init(m, corpus, go, tick); });
+    return run_one(m, corpus, go.lrs[c["lr"]], go.warmups[c["warmup"]], go, at_init, tick);
+  });
+  if (!runs) return;
+  report_sharpness(*runs, grid, go, scopes, ex.seed_list(), ex.out);
+  if (!ex.dump.empty()) dump_with_lambda(ex, go.lanczos);
+  std::printf("time: %.1f s\n", seconds_since(start));
 }
 
 }  // namespace
@@ -229,58 +273,9 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--tolerance", go.lanczos.tolerance, "Lanczos: converged when |A y - lambda y| <= tolerance * |lambda|");
   add_flag(ex.app, "--eval-batches", go.eval_batches, "held-out batches averaged for the final loss (the verdict)");
   add_flag(ex.app, "--margin", go.margin, "verdict margin in nats (as warmup's)");
-  CorpusOptions co;  // the Markov corpus only
-  add_corpus_flags(ex.app, co, false);
+  add_corpus_flags(ex.app, go.corpus, false);
   describe(ex.app, "--dump", "write the model of the model flags at init, its gradients on the dump batch of --seed, and "
                              "lambda_max.npy, the top eigenvalue of H of that batch's loss (Lanczos at the flags above); as train's --dump, "
                              "an output in addition to the run: the grid is measured too, and the dump written after it");
-  return ex.main(argc, argv, [&] {
-    const auto start = std::chrono::steady_clock::now();
-    const ModelOptions& mo = ex.model;
-    keep_first_of_each(go.lrs);
-    keep_first_of_each(go.warmups);
-    if (go.every > go.steps) throw FlagError("--every " + std::to_string(go.every) + " is more than --steps " + std::to_string(go.steps));
-    const std::size_t runs = ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
-    ex.check_memory(mo.config(), 2, false, runs, corpus_bytes(co, mo.vocab));
-    const Corpus corpus = build_corpus(co, mo.vocab, mo.seed, mo.seq);
-    const std::vector<CurvatureScope> scopes = curvature_scopes(nn::TransformerLM(mo.config()));
-    const std::size_t measured = measured_steps(go).size();
-    std::string at;
-    for (std::size_t k : measured_steps(go)) at += (at.empty() ? "" : ", ") + std::to_string(k);
-    std::printf("sharpness: %zu runs (%zu placements x %zu lrs x %zu warmups x %zu seeds), %zu steps each, measured at "
-                "%zu steps (%s)\n",
-                runs, ex.placements.size(), go.lrs.size(), go.warmups.size(), ex.seeds, go.steps, measured, at.c_str());
-    std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu; Markov corpus "
-                "(vocab %zu, order %zu); Adam(%g, 0.98, eps 1e-8), linear warmup then constant lr; %u parallel jobs%s\n",
-                mo.layers, mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.vocab,
-                co.order, adam_beta1, ex.jobs, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
-    std::printf("  curvature of the loss of one fixed held-out batch per seed, for the whole model and each of the %zu "
-                "blocks; Lanczos: at most %zu products (2 gradients each), tolerance %s\n",
-                scopes.size() - 1, go.lanczos.max_iterations, fmt(go.lanczos.tolerance).c_str());
-    std::printf("  lr_s = the rate of the step taken from step s; thresholds: SGD lr_s * lambda_H < 2, Adam "
-                "(beta1 %g) lr_s * lambda_P < %s\n",
-                adam_beta1, fmt(adam_threshold(adam_beta1)).c_str());
-    std::printf("  step 0: Adam's P does not exist before the first update; lambda_P at step 0 uses P of the first "
-                "update (v_hat = g_0^2, P = |g_0| + eps) at the initial parameters\n");
-    std::printf("  verdict (as warmup's, on the held-out loss after the last step): diverged > %.4f, stuck > %.4f, "
-                "else trained\n",
-                corpus.uniform + go.margin, corpus.unigram - go.margin);
-    std::fflush(stdout);
-    Grid grid;
-    grid.axis("placement", ex.placements).axis("warmup", labels(go.warmups)).axis("lr", labels(go.lrs));
-    grid.axis("seed", labels(ex.seed_list()));
-    const auto cost = [&](const Cell&) { return 2 * scopes.size() * measured; };
-    InitMeasurements init;
-    const auto results = ex.run_cells(grid, "lambda_max estimates", cost, [&](const Cell& c, Tick& tick) {
-      ModelOptions m = mo;
-      m.placement = ex.placements[c["placement"]];
-      m.seed = ex.seed_list()[c["seed"]];
-      const Record at_init = init.get(m.placement + " " + std::to_string(m.seed), [&] { return measure_init(m, corpus, go, tick); });
-      return run_one(m, corpus, go.lrs[c["lr"]], go.warmups[c["warmup"]], go, at_init, tick);
-    });
-    if (!results) return;
-    report_sharpness(*results, ex.placements, go, scopes, ex.seed_list(), ex.out);
-    if (!ex.dump.empty()) dump_with_lambda(ex, go.lanczos);
-    std::printf("time: %.1f s\n", seconds_since(start));
-  });
+  return ex.main(argc, argv, [&] { run(ex, go); });
 }

@@ -49,13 +49,28 @@ struct GridOptions {
   OptimizerSetup opt;       // Adam(0.9, 0.98, eps 1e-8) unless the flags say otherwise
 };
 
-// One run of the grid: a fresh model, Adam(0.9, 0.98), --steps steps, then the held-out loss. The record:
-// "losses" (the training loss of each step; the run stops at the first NaN/Inf), "final_loss" (held
-// out, after the last step; NaN if the run diverged to NaN/Inf), "blew_up" (the 1-based step whose loss
-// was NaN/Inf, 0: none) and "verdict".
+// What one run of the grid measured.
+struct WarmupRun {
+  std::vector<double> losses;  // the training loss of each step; the run stops at the first NaN/Inf
+  double final_loss = NAN;     // held out, after the last step; NaN if the run diverged to NaN/Inf
+  std::size_t blew_up = 0;     // the 1-based step whose loss was NaN/Inf, 0: none
+  Verdict verdict = Verdict::diverged;
+};
+
+Record to_record(const WarmupRun& run) {
+  return {{"losses", run.losses}, {"final_loss", {run.final_loss}}, {"blew_up", {static_cast<double>(run.blew_up)}},
+          {"verdict", {static_cast<double>(run.verdict)}}};
+}
+
+void from_record(const Record& r, WarmupRun& run) {
+  run = {r.list("losses"), r.get("final_loss"), static_cast<std::size_t>(r.get("blew_up")),
+         static_cast<Verdict>(r.get("verdict"))};
+}
+
+// One run of the grid: a fresh model, Adam(0.9, 0.98), --steps steps, then the held-out loss.
 // With --html, the first seed's run is recorded for the explorer page.
-Record run_one(ModelOptions m, const Corpus& corpus, double lr, std::size_t warmup, const GridOptions& go, Tick& tick,
-               Experiment& ex, const Cell& cell) {
+WarmupRun run_one(ModelOptions m, const Corpus& corpus, double lr, std::size_t warmup, const GridOptions& go, Tick& tick,
+                  Experiment& ex, const Cell& cell) {
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
   const std::unique_ptr<nn::Optimizer> optimizer = go.opt.make(model);
@@ -63,57 +78,52 @@ Record run_one(ModelOptions m, const Corpus& corpus, double lr, std::size_t warm
   StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, go.clip};
   const auto rec = cell["seed"] == 0 ? ex.recorder(cell.grid->describe(cell.index), model) : nullptr;
   setup.recorder = rec.get();
-  Record r;
-  std::size_t blew_up = 0;
-  for (std::size_t step = 0; step < go.steps && blew_up == 0; ++step) {
+  WarmupRun run;
+  for (std::size_t step = 0; step < go.steps && run.blew_up == 0; ++step) {
     const StepResult s = train_step(model, *optimizer, setup, step);
-    r.push("losses", s.loss);
-    if (!s.finite()) blew_up = step + 1;
+    run.losses.push_back(s.loss);
+    if (!s.finite()) run.blew_up = step + 1;
     char what[96];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f", s.loss, s.lr, s.grad_norm);
     tick(1, what);
   }
-  const double final_loss = blew_up ? NAN : evaluate(model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
-  r.set("final_loss", final_loss);
-  r.set("blew_up", static_cast<double>(blew_up));
-  const Verdict verdict = verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, go.margin});
-  r.set("verdict", static_cast<double>(verdict));
+  run.final_loss = run.blew_up ? NAN : evaluate(model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
+  run.verdict = verdict_of(run.final_loss, Thresholds{corpus.uniform, corpus.unigram, go.margin});
   if (rec) {
     rec->run().facts = {{"program", "warmup"}, {"run", cell.grid->describe(cell.index)}, {"data", corpus.name},
-                        {"held-out loss", fmt(final_loss)}, {"verdict", to_string(verdict)}};
+                        {"held-out loss", fmt(run.final_loss)}, {"verdict", to_string(run.verdict)}};
     ex.add_run(cell.index, rec->take());
   }
-  return r;
+  return run;
 }
 
 // ---- reporting ----
 
-// The runs of one grid cell (dataset, placement, warmup, lr), one per seed.
-struct Cells {
-  const Results& results;
-  const std::vector<std::string>& placements;
+// Every run, and the grid of its cells: axes dataset, placement, warmup, lr, seed.
+struct Runs {
+  const std::vector<WarmupRun>& runs;
+  const Grid& grid;
   const GridOptions& go;
-  std::vector<const Record*> at(std::size_t d, const std::string& p, std::size_t w, double lr) const {
-    return results.where({{"dataset", go.datasets[d]}, {"placement", p}, {"warmup", std::to_string(w)}, {"lr", label(lr)}});
+  // The seeds of corpus d, placement p, warmup w, lr l (each an index along its axis).
+  std::vector<const WarmupRun*> at(std::size_t d, std::size_t p, std::size_t w, std::size_t l) const {
+    return seeds_of(runs, grid, {d, p, w, l});
   }
+  const std::vector<std::string>& placements() const { return grid.labels(1); }
 };
 
-Stat final_stat(const std::vector<const Record*>& runs) {
+Stat final_stat(const std::vector<const WarmupRun*>& runs) {
   std::vector<double> v;
-  for (const Record* r : runs) v.push_back(r->get("final_loss"));
+  for (const WarmupRun* r : runs) v.push_back(r->final_loss);
   return stat_of(v);
 }
 
-Verdict verdict(const Record& r) { return static_cast<Verdict>(static_cast<int>(r.get("verdict"))); }
-
 // "trained", or "2 stuck, 1 trained" when the seeds disagree; with "@step" where a run blew up to NaN.
-std::string cell_verdicts(const std::vector<const Record*>& runs) {
+std::string cell_verdicts(const std::vector<const WarmupRun*>& runs) {
   std::vector<Verdict> verdicts;
   std::size_t first_blow_up = 0;
-  for (const Record* r : runs) {
-    verdicts.push_back(verdict(*r));
-    const auto blew_up = static_cast<std::size_t>(r->get("blew_up"));
-    if (blew_up && (first_blow_up == 0 || blew_up < first_blow_up)) first_blow_up = blew_up;
+  for (const WarmupRun* r : runs) {
+    verdicts.push_back(r->verdict);
+    if (r->blew_up && (first_blow_up == 0 || r->blew_up < first_blow_up)) first_blow_up = r->blew_up;
   }
   return verdict_text(verdicts, first_blow_up);
 }
@@ -122,19 +132,19 @@ std::string lr_text(double lr) { return fmt(lr, 3); }
 
 // The grid of one corpus as a table: a row per (placement, warmup), a column per learning rate, each
 // cell "final loss verdict" (and the gap to the floor for trained Markov runs).
-Table corpus_table(const Cells& g, std::size_t d, const Corpus& corpus) {
+Table corpus_table(const Runs& g, std::size_t d, const Corpus& corpus) {
   std::vector<std::string> columns = {"placement", "warmup"};
   for (double lr : g.go.lrs) columns.push_back("lr " + lr_text(lr));
   Table t(columns);
-  for (const std::string& p : g.placements)
-    for (std::size_t w : g.go.warmups) {
-      std::vector<std::string> row = {p, std::to_string(w)};
-      for (double lr : g.go.lrs) {
-        const auto runs = g.at(d, p, w, lr);
+  for (std::size_t p = 0; p < g.placements().size(); ++p)
+    for (std::size_t w = 0; w < g.go.warmups.size(); ++w) {
+      std::vector<std::string> row = {g.placements()[p], std::to_string(g.go.warmups[w])};
+      for (std::size_t l = 0; l < g.go.lrs.size(); ++l) {
+        const auto runs = g.at(d, p, w, l);
         const Stat s = final_stat(runs);
         std::string cell = fmt(s, 3) + " " + cell_verdicts(runs);
         const bool all_trained =
-            std::all_of(runs.begin(), runs.end(), [](const Record* r) { return verdict(*r) == Verdict::trained; });
+            std::all_of(runs.begin(), runs.end(), [](const WarmupRun* r) { return r->verdict == Verdict::trained; });
         if (!std::isnan(corpus.floor) && all_trained) cell += " (+" + fmt(s.mean - corpus.floor, 2) + ")";
         row.push_back(cell);
       }
@@ -144,55 +154,36 @@ Table corpus_table(const Cells& g, std::size_t d, const Corpus& corpus) {
 }
 
 // Every run (one row per seed, in the grid's order): what runs.csv holds.
-Table runs_table(const Cells& g, const std::vector<Corpus>& corpora, const std::vector<unsigned>& seeds) {
+Table runs_table(const Runs& g, const std::vector<Corpus>& corpora, const std::vector<unsigned>& seeds) {
   Table t({"dataset", "placement", "warmup", "lr", "seed", "final_loss", "verdict", "nan_at_step", "uniform_logV",
            "unigram_H1", "margin", "floor", "gap_to_floor"});
-  for (std::size_t i = 0; i < g.results.grid().size(); ++i) {
-    const Cell c{&g.results.grid(), i};
-    const Record& r = g.results.at(i);
+  for (std::size_t i = 0; i < g.grid.size(); ++i) {
+    const Cell c{&g.grid, i};
+    const WarmupRun& r = g.runs[i];
     const Corpus& corpus = corpora[c["dataset"]];
-    const double final_loss = r.get("final_loss");
-    t.add_row({g.go.datasets[c["dataset"]], g.placements[c["placement"]], std::to_string(g.go.warmups[c["warmup"]]),
-               lr_text(g.go.lrs[c["lr"]]), std::to_string(seeds[c["seed"]]), fmt(final_loss, 6), to_string(verdict(r)),
-               std::to_string(static_cast<std::size_t>(r.get("blew_up"))), fmt(corpus.uniform, 6), fmt(corpus.unigram, 6),
-               fmt(g.go.margin), fmt(corpus.floor, 6), fmt(final_loss - corpus.floor, 6)});
+    t.add_row({g.go.datasets[c["dataset"]], g.placements()[c["placement"]], std::to_string(g.go.warmups[c["warmup"]]),
+               lr_text(g.go.lrs[c["lr"]]), std::to_string(seeds[c["seed"]]), fmt(r.final_loss, 6), to_string(r.verdict),
+               std::to_string(r.blew_up), fmt(corpus.uniform, 6), fmt(corpus.unigram, 6),
+               fmt(g.go.margin), fmt(corpus.floor, 6), fmt(r.final_loss - corpus.floor, 6)});
   }
   return t;
 }
 
-// The training loss averaged over windows of `window` steps and over seeds; the curve ends at the
-// first window in which any seed's loss was NaN/Inf.
-Series loss_curve(const std::vector<const Record*>& runs, std::size_t steps, std::size_t window, std::string title) {
-  Series s{std::move(title), {}, {}, {}};
-  for (std::size_t start = 0; start + window <= steps; start += window) {
-    double sum = 0.0;
-    for (const Record* r : runs) {
-      const std::vector<double>& losses = r->list("losses");
-      for (std::size_t k = start; k < start + window; ++k) sum += k < losses.size() ? losses[k] : NAN;
-    }
-    const double mean = sum / static_cast<double>(window * runs.size());
-    if (!std::isfinite(mean)) break;
-    s.x.push_back(static_cast<double>(start + window));
-    s.y.push_back(mean);
-  }
-  return s;
-}
-
-Series flat_line(std::string title, double x0, double x1, double y) { return {std::move(title), {x0, x1}, {y, y}, {}}; }
-
 // One plot per (corpus, placement): the training-loss curves of every (lr, warmup).
-void draw_curves(const Cells& cells, std::size_t d, const Corpus& corpus, const std::filesystem::path& dir) {
-  const GridOptions& go = cells.go;
+void draw_curves(const Runs& g, std::size_t d, const Corpus& corpus, const std::filesystem::path& dir) {
+  const GridOptions& go = g.go;
   const std::string& name = go.datasets[d];
-  for (const std::string& p : cells.placements) {
+  for (std::size_t p = 0; p < g.placements().size(); ++p) {
     const std::string title =
-        name + ", " + p + ": training loss (mean over " + std::to_string(go.window) + "-step windows)";
+        name + ", " + g.placements()[p] + ": training loss (mean over " + std::to_string(go.window) + "-step windows)";
     Plot plot{title, "step", "loss (nats)", false, false, {}};
     double highest = 0.0;
-    for (std::size_t w : go.warmups)
-      for (double lr : go.lrs) {
-        plot.series.push_back(loss_curve(cells.at(d, p, w, lr), go.steps, go.window,
-                                         "lr " + lr_text(lr) + ", warmup " + std::to_string(w)));
+    for (std::size_t w = 0; w < go.warmups.size(); ++w)
+      for (std::size_t l = 0; l < go.lrs.size(); ++l) {
+        std::vector<const std::vector<double>*> losses;
+        for (const WarmupRun* r : g.at(d, p, w, l)) losses.push_back(&r->losses);
+        plot.series.push_back(loss_curve(losses, go.steps, go.window,
+                                         "lr " + lr_text(go.lrs[l]) + ", warmup " + std::to_string(go.warmups[w])));
         for (double y : plot.series.back().y) highest = std::max(highest, y);
       }
     if (highest > 2 * corpus.uniform) {  // a run that blew up would flatten the others on a linear axis
@@ -205,24 +196,23 @@ void draw_curves(const Cells& cells, std::size_t d, const Corpus& corpus, const 
       plot.series.push_back(flat_line("entropy-rate floor", 0, x1, corpus.floor));
     else
       plot.series.push_back(flat_line("unigram H1", 0, x1, corpus.unigram));
-    draw(plot, dir, "curves_" + name + "_" + file_part(p));
+    draw(plot, dir, "curves_" + name + "_" + file_part(g.placements()[p]));
   }
 }
 
 // One plot per (corpus, warmup): final held-out loss against the learning rate, a line per placement.
-void draw_finals(const Cells& cells, std::size_t d, const Corpus& corpus, const std::filesystem::path& dir) {
-  const GridOptions& go = cells.go;
+void draw_finals(const Runs& g, std::size_t d, const Corpus& corpus, const std::filesystem::path& dir) {
+  const GridOptions& go = g.go;
   const std::string& name = go.datasets[d];
-  for (std::size_t w : go.warmups) {
-    const std::string title = name + ", warmup " + std::to_string(w) + ": final held-out loss (missing point: NaN)";
+  for (std::size_t w = 0; w < go.warmups.size(); ++w) {
+    const std::string title = name + ", warmup " + std::to_string(go.warmups[w]) + ": final held-out loss (missing point: NaN)";
     Plot plot{title, "peak learning rate", "loss (nats)", true, false, {}};
-    for (const std::string& p : cells.placements) {
-      Series s{p, {}, {}, {}};
-      for (double lr : go.lrs) {
-        const auto runs = cells.at(d, p, w, lr);
-        const Stat st = final_stat(runs);
+    for (std::size_t p = 0; p < g.placements().size(); ++p) {
+      Series s{g.placements()[p], {}, {}, {}};
+      for (std::size_t l = 0; l < go.lrs.size(); ++l) {
+        const Stat st = final_stat(g.at(d, p, w, l));
         if (!std::isfinite(st.mean)) continue;
-        s.x.push_back(lr);
+        s.x.push_back(go.lrs[l]);
         s.y.push_back(st.mean);
         s.err.push_back(st.std);
       }
@@ -233,7 +223,7 @@ void draw_finals(const Cells& cells, std::size_t d, const Corpus& corpus, const 
     plot.series.push_back(flat_line("uniform log V", x0, x1, corpus.uniform));
     plot.series.push_back(flat_line("stuck above (H1 - margin)", x0, x1, corpus.unigram - go.margin));
     if (!std::isnan(corpus.floor)) plot.series.push_back(flat_line("entropy-rate floor", x0, x1, corpus.floor));
-    draw(plot, dir, "final_" + name + "_warmup" + std::to_string(w));
+    draw(plot, dir, "final_" + name + "_warmup" + std::to_string(go.warmups[w]));
   }
 }
 
@@ -248,7 +238,7 @@ void print_corpus(const std::string& name, const Corpus& c, double margin) {
       c.uniform + margin, margin, c.unigram - margin, margin);
 }
 
-void report(const Cells& g, const std::vector<Corpus>& corpora, const std::vector<unsigned>& seeds,
+void report(const Runs& g, const std::vector<Corpus>& corpora, const std::vector<unsigned>& seeds,
             const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   for (std::size_t d = 0; d < corpora.size(); ++d) {
@@ -277,6 +267,40 @@ std::vector<Corpus> load_corpora(const GridOptions& go, const ModelOptions& mo) 
   return corpora;
 }
 
+void run(Experiment& ex, GridOptions& go) {
+  const auto start = std::chrono::steady_clock::now();
+  const ModelOptions& mo = ex.model;
+  keep_first_of_each(go.datasets);
+  keep_first_of_each(go.lrs);
+  keep_first_of_each(go.warmups);
+  if (go.window > go.steps) throw FlagError("--window " + std::to_string(go.window) + " is more than --steps " + std::to_string(go.steps));
+  const bool text = std::count(go.datasets.begin(), go.datasets.end(), "text") > 0;
+  nn::ModelConfig largest = mo.config();
+  largest.vocab = std::max<std::size_t>(mo.vocab, text ? 256 : 0);
+  const std::size_t cells = go.datasets.size() * ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
+  CorpusOptions markov = go.corpus;
+  markov.text.clear();
+  ex.check_memory(largest, 2, ex.html_wanted(), cells, corpus_bytes(markov, mo.vocab) + (text ? corpus_bytes(go.corpus, 0) : 0));
+  const std::vector<Corpus> corpora = load_corpora(go, mo);
+  std::printf("warmup: %zu runs (%zu placements x %zu lrs x %zu warmups x %zu corpora x %zu seeds), %zu steps each\n",
+              cells, ex.placements.size(), go.lrs.size(), go.warmups.size(), corpora.size(), ex.seeds, go.steps);
+  std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu%s\n", mo.layers,
+              mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
+  const std::string optimizer = go.opt.text() == OptimizerSetup{}.text() ? "Adam(0.9, 0.98, eps 1e-8)" : go.opt.text();
+  std::printf("  %s, linear warmup then constant lr, clip %s; %u parallel jobs\n", optimizer.c_str(),
+              go.clip > 0 ? fmt(go.clip).c_str() : "off", ex.jobs);
+  std::fflush(stdout);
+  Grid grid;
+  grid.axis("dataset", go.datasets).axis("placement", ex.placements).axis("warmup", labels(go.warmups));
+  grid.axis("lr", labels(go.lrs)).axis("seed", labels(ex.seed_list()));
+  const auto runs = ex.run_cells<WarmupRun>(grid, "steps", [&](const Cell&) { return go.steps; }, [&](const Cell& c, Tick& tick) {
+    return run_one(ex.cell_model(c), corpora[c["dataset"]], go.lrs[c["lr"]], go.warmups[c["warmup"]], go, tick, ex, c);
+  });
+  if (!runs) return;
+  report(Runs{*runs, grid, go}, corpora, ex.seed_list(), ex.out);
+  std::printf("time: %.1f s\n", seconds_since(start));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -303,40 +327,5 @@ int main(int argc, char** argv) {
   describe(ex.app, "--seeds", "seeds per grid cell (default 1 to keep the grid fast; the cell then "
                                             "shows mean ± std and how many seeds gave each verdict)");
   describe(ex.app, "--vocab", "vocabulary of the Markov corpus (the text file sets its own)");
-  return ex.main(argc, argv, [&] {
-    const auto start = std::chrono::steady_clock::now();
-    const ModelOptions& mo = ex.model;
-    keep_first_of_each(go.datasets);
-    keep_first_of_each(go.lrs);
-    keep_first_of_each(go.warmups);
-    if (go.window > go.steps) throw FlagError("--window " + std::to_string(go.window) + " is more than --steps " + std::to_string(go.steps));
-    const bool text = std::count(go.datasets.begin(), go.datasets.end(), "text") > 0;
-    nn::ModelConfig largest = mo.config();
-    largest.vocab = std::max<std::size_t>(mo.vocab, text ? 256 : 0);
-    const std::size_t runs = go.datasets.size() * ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
-    CorpusOptions markov = go.corpus;
-    markov.text.clear();
-    ex.check_memory(largest, 2, ex.html_wanted(), runs, corpus_bytes(markov, mo.vocab) + (text ? corpus_bytes(go.corpus, 0) : 0));
-    const std::vector<Corpus> corpora = load_corpora(go, mo);
-    std::printf("warmup: %zu runs (%zu placements x %zu lrs x %zu warmups x %zu corpora x %zu seeds), %zu steps each\n",
-                runs, ex.placements.size(), go.lrs.size(), go.warmups.size(), corpora.size(), ex.seeds, go.steps);
-    std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu%s\n", mo.layers,
-                mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
-    const std::string optimizer = go.opt.text() == OptimizerSetup{}.text() ? "Adam(0.9, 0.98, eps 1e-8)" : go.opt.text();
-    std::printf("  %s, linear warmup then constant lr, clip %s; %u parallel jobs\n", optimizer.c_str(),
-                go.clip > 0 ? fmt(go.clip).c_str() : "off", ex.jobs);
-    std::fflush(stdout);
-    Grid grid;
-    grid.axis("dataset", go.datasets).axis("placement", ex.placements).axis("warmup", labels(go.warmups));
-    grid.axis("lr", labels(go.lrs)).axis("seed", labels(ex.seed_list()));
-    const auto results = ex.run_cells(grid, "steps", [&](const Cell&) { return go.steps; }, [&](const Cell& c, Tick& tick) {
-      ModelOptions m = mo;
-      m.placement = ex.placements[c["placement"]];
-      m.seed = ex.seed_list()[c["seed"]];
-      return run_one(m, corpora[c["dataset"]], go.lrs[c["lr"]], go.warmups[c["warmup"]], go, tick, ex, c);
-    });
-    if (!results) return;
-    report(Cells{*results, ex.placements, go}, corpora, ex.seed_list(), ex.out);
-    std::printf("time: %.1f s\n", seconds_since(start));
-  });
+  return ex.main(argc, argv, [&] { run(ex, go); });
 }

@@ -42,6 +42,18 @@ TEST_CASE("a grid's cells are every combination, the last axis fastest; where() 
   REQUIRE_THROWS_WITH(Grid().axis("lr", {"1", "1"}), Catch::Contains("twice"));
 }
 
+TEST_CASE("cell() is the inverse of position(); seeds_of() gives the seeds of one cell in order", "[experiments][grid]") {
+  const Grid g = small_grid();
+  for (std::size_t c = 0; c < g.size(); ++c) REQUIRE(g.cell({g.position(c, 0), g.position(c, 1), g.position(c, 2)}) == c);
+  REQUIRE_THROWS_WITH(g.cell({1, 0}), Catch::Contains("2 positions for 3 axes"));
+  std::vector<int> runs(g.size());
+  for (std::size_t c = 0; c < g.size(); ++c) runs[c] = static_cast<int>(c);
+  const std::vector<const int*> seeds = seeds_of(runs, g, {1, 1});  // pre, lr 0.3: cells 9, 10, 11
+  REQUIRE(seeds.size() == 3);
+  REQUIRE(*seeds[0] == 9);
+  REQUIRE(*seeds[2] == 11);
+}
+
 TEST_CASE("shards partition the cells", "[experiments][grid]") {
   std::vector<int> hits(11, 0);
   for (std::size_t k = 1; k <= 3; ++k)

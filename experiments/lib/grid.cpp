@@ -47,6 +47,14 @@ std::size_t Grid::position(std::size_t cell, std::size_t axis) const {
   return cell % labels_.at(axis).size();
 }
 
+std::size_t Grid::cell(const std::vector<std::size_t>& positions) const {
+  if (positions.size() != labels_.size())
+    throw Error("grid: " + std::to_string(positions.size()) + " positions for " + std::to_string(labels_.size()) + " axes");
+  std::size_t c = 0;
+  for (std::size_t a = 0; a < labels_.size(); ++a) c = c * labels_[a].size() + positions[a];
+  return c;
+}
+
 std::string Grid::describe(std::size_t cell) const {
   std::string s;
   for (std::size_t a = 0; a < names_.size(); ++a) {
@@ -184,6 +192,58 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 }  // namespace
 
+namespace {
+
+// The shard that DIR holds (shard.txt: `meta`), after checking that its program and flags are this run's
+// and that it is the only one of its number; shard_of[k - 1] records the directory of shard k.
+Shard check_shard(const std::string& dir, const std::string& meta, const std::string& program, const std::string& flags,
+                  std::vector<std::string>& shard_of) {
+  if (shard_field(meta, "program", dir) != program)
+    throw Error("--merge " + dir + ": its cells were measured by " + shard_field(meta, "program", dir) + ", not " + program);
+  if (shard_field(meta, "flags", dir) != flags)
+    throw Error("--merge " + dir + ": its cells were measured with the flags '" + shard_field(meta, "flags", dir) +
+                "', this run has '" + flags + "' (give the merge the flags the shards had)");
+  const Shard s = parse_shard(shard_field(meta, "shard", dir));
+  if (shard_of.empty()) shard_of.resize(s.n);
+  if (s.n != shard_of.size())
+    throw Error("--merge " + dir + ": shard " + std::to_string(s.k) + " of " + std::to_string(s.n) + ", the others are of " +
+                std::to_string(shard_of.size()));
+  if (!shard_of[s.k - 1].empty()) throw Error("--merge: " + dir + " and " + shard_of[s.k - 1] + " both hold shard " + std::to_string(s.k));
+  shard_of[s.k - 1] = dir;
+  return s;
+}
+
+// One row of a shard's cells.csv ("cell,<axes...>,quantity,values") into records; seen[cell] = true.
+void read_row(const std::vector<std::string>& f, const std::string& where, const Grid& grid, const Shard& s,
+              std::vector<Record>& records, std::vector<bool>& seen) {
+  const std::size_t axes = grid.names().size();
+  if (f.size() != axes + 3) throw Error(where + " has " + std::to_string(f.size()) + " fields, not " + std::to_string(axes + 3));
+  const std::size_t c = std::strtoul(f[0].c_str(), nullptr, 10);
+  if (c >= grid.size() || c % s.n != s.k - 1) throw Error(where + ": cell " + f[0] + " is not one of shard " + std::to_string(s.k));
+  for (std::size_t a = 0; a < axes; ++a)
+    if (f[1 + a] != grid.labels(a)[grid.position(c, a)])
+      throw Error(where + ": cell " + f[0] + " has " + grid.names()[a] + " " + f[1 + a] + ", this run's grid " +
+                  grid.labels(a)[grid.position(c, a)] + " (were the shards run with other flags?)");
+  seen[c] = true;
+  const std::string& name = f[axes + 1];
+  if (name.empty()) return;
+  if (records[c].has(name)) throw Error(where + ": cell " + f[0] + " has " + name + " twice");
+  std::vector<double> values;
+  for (const std::string& text : split(f[axes + 2], ' ')) {
+    char* end = nullptr;
+    values.push_back(std::strtod(text.c_str(), &end));
+    if (text.empty() || *end != '\0') throw Error(where + ": '" + text + "' is not a number");
+  }
+  if (name == "verdict")  // a code of Verdict (training.hpp): trained 0, stuck 1, diverged 2
+    for (double v : values)
+      if (!(v == 0.0 || v == 1.0 || v == 2.0))
+        throw Error(where + ": cell " + f[0] + " has verdict " + text_of_number(v) +
+                    ", not a verdict code (0 trained, 1 stuck, 2 diverged)");
+  records[c].set(name, std::move(values));
+}
+
+}  // namespace
+
 std::vector<Record> read_shards(const std::vector<std::string>& dirs, const Grid& grid, const std::string& program,
                                 const std::string& flags) {
   namespace fs = std::filesystem;
@@ -192,19 +252,7 @@ std::vector<Record> read_shards(const std::vector<std::string>& dirs, const Grid
   std::vector<std::string> shard_of;  // shard_of[k - 1]: the directory that held shard k
   for (const std::string& dir : dirs) {
     const std::string meta = nn::read_file(fs::path(dir) / "shard.txt");
-    if (shard_field(meta, "program", dir) != program)
-      throw Error("--merge " + dir + ": its cells were measured by " + shard_field(meta, "program", dir) + ", not " + program);
-    if (shard_field(meta, "flags", dir) != flags)
-      throw Error("--merge " + dir + ": its cells were measured with the flags '" + shard_field(meta, "flags", dir) +
-                  "', this run has '" + flags + "' (give the merge the flags the shards had)");
-    const Shard s = parse_shard(shard_field(meta, "shard", dir));
-    if (shard_of.empty()) shard_of.resize(s.n);
-    if (s.n != shard_of.size())
-      throw Error("--merge " + dir + ": shard " + std::to_string(s.k) + " of " + std::to_string(s.n) + ", the others are of " +
-                  std::to_string(shard_of.size()));
-    if (!shard_of[s.k - 1].empty()) throw Error("--merge: " + dir + " and " + shard_of[s.k - 1] + " both hold shard " + std::to_string(s.k));
-    shard_of[s.k - 1] = dir;
-
+    const Shard s = check_shard(dir, meta, program, flags, shard_of);
     const std::string cells_text = nn::read_file(fs::path(dir) / "cells.csv");
     if (const std::string sum = nn::sha256_hex(cells_text), said = shard_field(meta, "cells_sha256", dir); sum != said)
       throw Error("--merge " + dir + ": cells.csv has SHA-256 " + sum + ", shard.txt says " + said +
@@ -212,34 +260,8 @@ std::vector<Record> read_shards(const std::vector<std::string>& dirs, const Grid
     std::istringstream csv(cells_text);
     std::string line;
     std::getline(csv, line);  // the header
-    for (std::size_t row = 2; std::getline(csv, line); ++row) {
-      const std::vector<std::string> f = split(line, ',');
-      const std::string where = "--merge " + dir + ": cells.csv row " + std::to_string(row);
-      const std::size_t axes = grid.names().size();
-      if (f.size() != axes + 3) throw Error(where + " has " + std::to_string(f.size()) + " fields, not " + std::to_string(axes + 3));
-      const std::size_t c = std::strtoul(f[0].c_str(), nullptr, 10);
-      if (c >= grid.size() || c % s.n != s.k - 1) throw Error(where + ": cell " + f[0] + " is not one of shard " + std::to_string(s.k));
-      for (std::size_t a = 0; a < axes; ++a)
-        if (f[1 + a] != grid.labels(a)[grid.position(c, a)])
-          throw Error(where + ": cell " + f[0] + " has " + grid.names()[a] + " " + f[1 + a] + ", this run's grid " +
-                      grid.labels(a)[grid.position(c, a)] + " (were the shards run with other flags?)");
-      seen[c] = true;
-      const std::string& name = f[axes + 1];
-      if (name.empty()) continue;
-      if (records[c].has(name)) throw Error(where + ": cell " + f[0] + " has " + name + " twice");
-      std::vector<double> values;
-      for (const std::string& text : split(f[axes + 2], ' ')) {
-        char* end = nullptr;
-        values.push_back(std::strtod(text.c_str(), &end));
-        if (text.empty() || *end != '\0') throw Error(where + ": '" + text + "' is not a number");
-      }
-      if (name == "verdict")  // a code of Verdict (training.hpp): trained 0, stuck 1, diverged 2
-        for (double v : values)
-          if (!(v == 0.0 || v == 1.0 || v == 2.0))
-            throw Error(where + ": cell " + f[0] + " has verdict " + text_of_number(v) +
-                        ", not a verdict code (0 trained, 1 stuck, 2 diverged)");
-      records[c].set(name, std::move(values));
-    }
+    for (std::size_t row = 2; std::getline(csv, line); ++row)
+      read_row(split(line, ','), "--merge " + dir + ": cells.csv row " + std::to_string(row), grid, s, records, seen);
   }
   for (std::size_t k = 0; k < shard_of.size(); ++k)
     if (shard_of[k].empty()) throw Error("--merge: shard " + std::to_string(k + 1) + " of " + std::to_string(shard_of.size()) + " is missing");

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <utility>
@@ -22,6 +23,7 @@ class Grid {
   const std::vector<std::string>& labels(std::size_t axis) const { return labels_.at(axis); }
   std::size_t axis_index(const std::string& name) const;                         // throws for an unknown axis
   std::size_t position(std::size_t cell, std::size_t axis) const;                // the cell's index along the axis
+  std::size_t cell(const std::vector<std::size_t>& positions) const;             // the cell at these positions
   std::string describe(std::size_t cell) const;                                  // "post, layers 16, seed 1"
 
  private:
@@ -39,6 +41,9 @@ struct Cell {
 // What one cell measured: named lists of numbers (one number is a list of one).
 class Record {
  public:
+  Record() = default;
+  // Record r = {{"loss", {2.5}}, {"curve", {3.0, 2.9}}}: each quantity by name, with its list.
+  Record(std::initializer_list<std::pair<const std::string, std::vector<double>>> quantities) : quantities_(quantities) {}
   void set(const std::string& name, double value) { quantities_[name] = {value}; }
   void set(const std::string& name, std::vector<double> values) { quantities_[name] = std::move(values); }
   void push(const std::string& name, double value) { quantities_[name].push_back(value); }
@@ -65,6 +70,17 @@ class Results {
   Grid grid_;
   std::vector<Record> records_;
 };
+
+// The runs of every seed (the last axis) of the cell at `positions` on the axes before it, in seed order:
+// seeds_of(runs, grid, {p, w}) on a grid (placement, warmup, seed) is the seeds of placement p, warmup w.
+template <class Run>
+std::vector<const Run*> seeds_of(const std::vector<Run>& runs, const Grid& grid, std::vector<std::size_t> positions) {
+  positions.push_back(0);
+  const std::size_t first = grid.cell(positions), seeds = grid.labels(positions.size() - 1).size();
+  std::vector<const Run*> out;
+  for (std::size_t s = 0; s < seeds; ++s) out.push_back(&runs.at(first + s));
+  return out;
+}
 
 // Labels for an axis: "16"; a real number in its shortest exact form ("0.001").
 std::vector<std::string> labels(const std::vector<std::size_t>& values);

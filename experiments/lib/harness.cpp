@@ -182,6 +182,14 @@ std::optional<Results> Experiment::run_cells(const Grid& grid, const std::string
   return std::nullopt;
 }
 
+ModelOptions Experiment::cell_model(const Cell& cell) const {
+  ModelOptions m = model;
+  const std::vector<std::string>& axes = cell.grid->names();
+  if (std::count(axes.begin(), axes.end(), "placement")) m.placement = cell.grid->labels(cell.grid->axis_index("placement"))[cell["placement"]];
+  if (std::count(axes.begin(), axes.end(), "seed")) m.seed = seed_list()[cell["seed"]];
+  return m;
+}
+
 void Experiment::check_memory(const nn::ModelConfig& largest, std::size_t optimizer_slots, bool keep_contributions,
                               std::size_t cells, double data) const {
   if (!merge.empty()) return;  // a merge measures nothing

@@ -2,21 +2,24 @@
 // catch, and the loop over a grid's cells on --jobs threads with one progress line, sharded with
 // --shard K/N and merged with --merge DIR1,DIR2,... (docs/grids.md). A grid binary is then:
 //
+//   struct SharpnessRun { std::vector<double> lambdas; double final_loss; };  // what one cell measures
+//   Record to_record(const SharpnessRun& run);                  // a cell's line in a shard's cells.csv
+//   void from_record(const Record& r, SharpnessRun& run);       // and back, for --merge
+//
+//   void run(Experiment& ex, const Options& o) {
+//     Grid grid;
+//     grid.axis("placement", ex.placements).axis("lr", labels(o.lrs)).axis("seed", labels(ex.seed_list()));
+//     const auto runs = ex.run_cells<SharpnessRun>(grid, "cells", nullptr, [&](const Cell& c, Tick&) {
+//       return measure(ex.cell_model(c), o.lrs[c["lr"]]);  // train the model of cell c, measure it
+//     });
+//     if (!runs) return;  // a shard: its cells are in --out/cells.csv, the tables come from --merge
+//     ... print tables from (*runs)[grid.cell({p, l, s})] or seeds_of(*runs, grid, {p, l}) ...
+//   }
 //   int main(int argc, char** argv) {
 //     Experiment ex("sharpness", "...", "out/sharpness");   // model and grid flags
-//     std::vector<double> lrs = {1e-3, 1e-2};
-//     add_flag(ex.app, "--lrs", lrs, "peak learning rates");  // its range: the row "--lrs" of the table
-//     return ex.main(argc, argv, [&] {
-//       Grid grid;
-//       grid.axis("placement", ex.placements).axis("lr", labels(lrs)).axis("seed", labels(ex.seed_list()));
-//       const auto results = ex.run_cells(grid, "cells", nullptr, [&](const Cell& c, Tick&) {
-//         Record r;
-//         r.set("loss", ...);  // train the model of cell c, measure it
-//         return r;
-//       });
-//       if (!results) return;  // a shard: its cells are in --out/cells.csv, the tables come from --merge
-//       ... print tables from results->where({{"placement", "pre"}, {"lr", "0.01"}}) ...
-//     });
+//     Options o;
+//     add_flag(ex.app, "--lrs", o.lrs, "peak learning rates");  // its range: the row "--lrs" of the table
+//     return ex.main(argc, argv, [&] { run(ex, o); });
 //   }
 #pragma once
 
@@ -117,6 +120,22 @@ class Experiment {
   // then it returns nothing, and the binary prints no tables.
   std::optional<Results> run_cells(const Grid& grid, const std::string& unit, const CostFn& cost,
                                    const CellFn& measure);
+  // The same with a typed result: measure returns a Run, which goes into a cell's Record by
+  // to_record(const Run&) and comes back by from_record(const Record&, Run&), the pair the experiment
+  // defines beside its Run. Every run comes back through the pair, measured here or merged: the tables
+  // see the same numbers either way. Returns the runs in cell order, or nothing in a --shard run.
+  template <class Run>
+  std::optional<std::vector<Run>> run_cells(const Grid& grid, const std::string& unit, const CostFn& cost,
+                                            const std::function<Run(const Cell&, Tick&)>& measure) {
+    const auto records = run_cells(grid, unit, cost, [&](const Cell& c, Tick& tick) { return to_record(measure(c, tick)); });
+    if (!records) return std::nullopt;
+    std::vector<Run> runs(grid.size());
+    for (std::size_t c = 0; c < grid.size(); ++c) from_record(records->at(c), runs[c]);
+    return runs;
+  }
+  // The model flags with the cell's placement (its label on the axis "placement") and seed (--seed plus
+  // its index on the axis "seed"), for the axes the grid has.
+  ModelOptions cell_model(const Cell& cell) const;
 
   // Refuses a run whose largest model (`largest`, stepping on --batch windows) cannot fit in memory, with
   // up to --jobs of them at once among `cells` cells, plus `data` bytes (memory.hpp).

@@ -52,6 +52,36 @@ std::string finite_cell(const std::vector<double>& values, const std::string& ot
   return fmt(stat_of(values), 3);
 }
 
+double mean_of(const std::vector<double>& values) {
+  double s = 0.0;
+  for (double x : values) s += x;
+  return values.empty() ? NAN : s / static_cast<double>(values.size());
+}
+
+std::string finite_stat(const std::vector<double>& values, int digits) {
+  std::vector<double> finite;
+  for (double x : values)
+    if (std::isfinite(x)) finite.push_back(x);
+  return finite.empty() ? "-" : fmt(stat_of(finite), digits);
+}
+
+Series flat_line(std::string title, double x0, double x1, double y) { return {std::move(title), {x0, x1}, {y, y}, {}}; }
+
+Series loss_curve(const std::vector<const std::vector<double>*>& losses, std::size_t steps, std::size_t window,
+                  std::string title) {
+  Series s{std::move(title), {}, {}, {}};
+  for (std::size_t start = 0; start + window <= steps; start += window) {
+    double sum = 0.0;
+    for (const std::vector<double>* run : losses)
+      for (std::size_t k = start; k < start + window; ++k) sum += k < run->size() ? (*run)[k] : NAN;
+    const double mean = sum / static_cast<double>(window * losses.size());
+    if (!std::isfinite(mean)) break;
+    s.x.push_back(static_cast<double>(start + window));
+    s.y.push_back(mean);
+  }
+  return s;
+}
+
 Table::Table(std::vector<std::string> columns) : columns_(std::move(columns)) {}
 
 void Table::add_row(std::vector<std::string> cells) {
@@ -146,14 +176,10 @@ void Table::write_csv(const std::filesystem::path& path) const {
   nn::write_file_atomically(path, text);
 }
 
-void draw(const Plot& plot, const std::filesystem::path& dir, const std::string& name) {
-  if (name.find('/') != std::string::npos)
-    throw Error("draw: the plot name '" + name + "' has a '/' (pass a label through file_part)");
-  stop_if_requested_in("drawing", "before drawing " + (dir / name).string());
-  mark_writing(dir / name);
-  std::filesystem::create_directories(dir);
-  const std::filesystem::path dat = dir / (name + ".dat"), gp = dir / (name + ".gp");
-  // The data: one block per series, blocks separated by two blank lines (gnuplot's "index").
+namespace {
+
+// The data of a plot: one block per series, blocks separated by two blank lines (gnuplot's "index").
+std::string plot_data(const Plot& plot) {
   std::ostringstream data;
   for (const Series& s : plot.series) {
     data << "# " << s.title << "\n";
@@ -161,15 +187,24 @@ void draw(const Plot& plot, const std::filesystem::path& dir, const std::string&
       data << fmt(s.x[i], 10) << " " << fmt(s.y[i], 10) << " " << fmt(s.err.empty() ? 0.0 : s.err[i], 10) << "\n";
     data << "\n\n";
   }
-  nn::write_file_atomically(dat, data.str());
+  return data.str();
+}
 
-  auto quoted = [](const std::string& s) {
-    std::string q = "\"";
-    for (char c : s) q += c == '"' ? std::string("\\\"") : std::string(1, c);
-    return q + "\"";
-  };
+std::string quoted(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\\\"") : std::string(1, c);
+  return q + "\"";
+}
+
+// What draw() makes of NAME: a gnuplot terminal and the file's extension.
+const std::vector<std::pair<std::string, std::string>> plot_outputs = {{"pngcairo size 960,600", ".png"},
+                                                                       {"svg size 960,600", ".svg"}};
+
+// The gnuplot script NAME.gp: it draws NAME.dat into NAME.png and NAME.svg, each file name followed by
+// `suffix` (the run here draws into temporary files, renamed into place only once both are complete).
+std::string plot_script(const Plot& plot, const std::string& name, const std::string& suffix) {
   std::ostringstream script;
-  script << "# Drawn by gradscope; run `gnuplot " << gp.filename().string() << "` in this folder to redraw.\n"
+  script << "# Drawn by gradscope; run `gnuplot " << name << ".gp` in this folder to redraw.\n"
          << "set title " << quoted(plot.title) << " noenhanced\n"
          << "set xlabel " << quoted(plot.xlabel) << " noenhanced\n"
          << "set ylabel " << quoted(plot.ylabel) << " noenhanced\n"
@@ -179,36 +214,39 @@ void draw(const Plot& plot, const std::filesystem::path& dir, const std::string&
   for (std::size_t i = 0; i < plot.series.size(); ++i) {
     const Series& s = plot.series[i];
     if (i > 0) plots += ", ";
-    plots += quoted(dat.filename().string()) + " index " + std::to_string(i) +
+    plots += quoted(name + ".dat") + " index " + std::to_string(i) +
              (s.err.empty() ? " using 1:2 with linespoints" : " using 1:2:3 with yerrorlines") + " title " +
              quoted(s.title);
   }
-  // NAME.gp draws NAME.png and NAME.svg (for a person who wants to redraw). The run here uses a copy
-  // that draws into temporary files, renamed into place only once both are complete.
-  const std::vector<std::pair<std::string, std::string>> outputs = {{"pngcairo size 960,600", ".png"},
-                                                                    {"svg size 960,600", ".svg"}};
-  auto with_outputs = [&](const std::string& suffix) {
-    std::string text = script.str();
-    for (const auto& [terminal, ext] : outputs) {
-      text += "set terminal " + terminal + "\nset output " + quoted(name + ext + suffix) + "\nplot " + plots;
-      text += "\n";
-    }
-    return text + "set output\n";
-  };
-  nn::write_file_atomically(gp, with_outputs(""));
+  std::string text = script.str();
+  for (const auto& [terminal, ext] : plot_outputs)
+    text += "set terminal " + terminal + "\nset output " + quoted(name + ext + suffix) + "\nplot " + plots + "\n";
+  return text + "set output\n";
+}
+
+}  // namespace
+
+void draw(const Plot& plot, const std::filesystem::path& dir, const std::string& name) {
+  if (name.find('/') != std::string::npos)
+    throw Error("draw: the plot name '" + name + "' has a '/' (pass a label through file_part)");
+  stop_if_requested_in("drawing", "before drawing " + (dir / name).string());
+  mark_writing(dir / name);
+  std::filesystem::create_directories(dir);
+  nn::write_file_atomically(dir / (name + ".dat"), plot_data(plot));
+  nn::write_file_atomically(dir / (name + ".gp"), plot_script(plot, name, ""));
   const std::string run = name + ".gp.run", log = name + ".gnuplot.log";
-  nn::write_file_atomically(dir / run, with_outputs(".tmp"));
+  nn::write_file_atomically(dir / run, plot_script(plot, name, ".tmp"));
 
   // gnuplot runs in its own process group: a Ctrl-C at the terminal reaches this process only, which
   // lets the plot finish (a fraction of a second), puts it in place, and stops before the next one.
   const int status = run_in_own_group(dir, {"gnuplot", run}, log);
   std::filesystem::remove(dir / run);
   if (status != 0) {
-    for (const auto& [terminal, ext] : outputs) std::filesystem::remove(dir / (name + ext + ".tmp"));
-    throw Error("draw: gnuplot failed on " + gp.string() + "; see " + (dir / log).string());
+    for (const auto& [terminal, ext] : plot_outputs) std::filesystem::remove(dir / (name + ext + ".tmp"));
+    throw Error("draw: gnuplot failed on " + (dir / (name + ".gp")).string() + "; see " + (dir / log).string());
   }
   std::filesystem::remove(dir / log);
-  for (const auto& [terminal, ext] : outputs)
+  for (const auto& [terminal, ext] : plot_outputs)
     std::filesystem::rename(dir / (name + ext + ".tmp"), dir / (name + ext));
   stop_if_requested_in("drawing", "while drawing the plots, after " + (dir / name).string() + ".png");
 }

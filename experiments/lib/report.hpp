@@ -23,6 +23,11 @@ std::string fmt(const Stat& s, int significant = 4); // "1.234 ± 0.012" (just t
 // fmt(stat_of(values), 3), or `otherwise` when a value is not finite (a slope that could not be fitted).
 std::string finite_cell(const std::vector<double>& values, const std::string& otherwise);
 
+// The mean of the values (NaN for none).
+double mean_of(const std::vector<double>& values);
+// fmt(stat_of(the finite values), digits), "-" if none is finite (a run that blew up; 0/0).
+std::string finite_stat(const std::vector<double>& values, int digits = 3);
+
 // Rows of text cells under named columns.
 class Table {
  public:
@@ -42,6 +47,14 @@ struct Series {
   std::string title;
   std::vector<double> x, y, err;
 };
+
+// A horizontal line from x0 to x1 at height y: a threshold or a floor on a plot.
+Series flat_line(std::string title, double x0, double x1, double y);
+// The training losses of some runs (one list per run), averaged over windows of `window` steps and over
+// the runs: the window [start, start + window) is the point x = start + window. The curve ends at the
+// first window in which a run's loss was NaN/Inf or missing (the run stopped there).
+Series loss_curve(const std::vector<const std::vector<double>*>& losses, std::size_t steps, std::size_t window,
+                  std::string title);
 
 struct Plot {
   std::string title, xlabel, ylabel;

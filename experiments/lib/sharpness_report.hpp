@@ -4,6 +4,7 @@
 // sharpness.csv (a row per run x measured step x scope), the summary CSVs and the plots.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <filesystem>
 #include <string>
@@ -12,6 +13,7 @@
 #include "analysis/eigen.hpp"
 #include "analysis/curvature.hpp"
 #include "experiments/lib/grid.hpp"
+#include "experiments/lib/training.hpp"
 
 namespace gs::experiments {
 
@@ -24,6 +26,7 @@ struct SharpnessOptions {
   std::size_t every = 30;  // 5 measurements of 120 steps: the budget of a few minutes on 2 cores
   std::size_t eval_batches = 10;
   double margin = 0.05;
+  CorpusOptions corpus;  // the Markov corpus only (--markov-order, --markov-concentration)
   analysis::LanczosOptions lanczos{1, 20, 1e-3, 1};
 };
 
@@ -32,10 +35,24 @@ inline std::vector<std::size_t> measured_steps(const SharpnessOptions& go) {  //
   for (std::size_t k = 0; k <= go.steps; k += go.every) s.push_back(k);
   return s;
 }
-// The cells of a sharpness grid (axes placement, warmup, lr, seed) and what each measured: "steps",
-// "lr", "loss", per scope j "H<j>", "P<j>", "H<j>.res", "P<j>.res", and "final_loss", "blew_up",
-// "verdict" (experiments/sharpness.cpp).
-void report_sharpness(const Results& results, const std::vector<std::string>& placements, const SharpnessOptions& go,
+// What one run of the grid measured (experiments/sharpness.cpp), at each measured step k: the updates
+// taken, lr_s, the measurement batch's loss, and per scope j (0 = the model, 1 + i = block i) lambda_max
+// of H and of P^-1/2 H P^-1/2 with its residual |A y - lambda y| / |lambda| (converged when <= --tolerance).
+// A run that blew up is measured no further; lambda_P at step 0 is missing when the first step blew up.
+struct SharpnessRun {
+  std::vector<double> steps, lr, loss;                  // [k]
+  std::vector<std::vector<double>> H, H_res, P, P_res;  // [j][k]
+  double final_loss = NAN;                              // held out, after the last step
+  std::size_t blew_up = 0;                              // the 1-based step whose training loss was NaN/Inf, 0: none
+  Verdict verdict = Verdict::diverged;
+};
+// A run as a cell's record ("steps", "lr", "loss", "H<j>", "H<j>.res", "P<j>", "P<j>.res", "final_loss",
+// "blew_up", "verdict"), and back.
+Record to_record(const SharpnessRun& run);
+void from_record(const Record& r, SharpnessRun& run);
+
+// The tables, CSVs and plots of every run of a grid with the axes placement, warmup, lr, seed.
+void report_sharpness(const std::vector<SharpnessRun>& runs, const Grid& grid, const SharpnessOptions& go,
                       const std::vector<analysis::CurvatureScope>& scopes, const std::vector<unsigned>& seeds,
                       const std::filesystem::path& dir);
 
