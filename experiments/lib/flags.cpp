@@ -72,7 +72,7 @@ const std::vector<std::pair<std::string, Range>>& table() {
       {"--dump", of(Range::Kind::any)},
       {"--graph", of(Range::Kind::any)},
       {"--graph-step", whole(0, no_limit, "0: at initialization")},
-      // the explorer page (experiments/common/explorer, docs/explorer.md)
+      // the explorer page (explorer/, docs/explorer.md)
       {"--html", of(Range::Kind::any)},
       {"--html-add", of(Range::Kind::file)},
       {"--snapshot-steps", of(Range::Kind::any)},
