@@ -1,6 +1,6 @@
 // What curvature costs and how accurate it is, on the warmup experiment's model: one gradient, one
 // Hessian-vector product (analysis/hvp), and lambda_max of H and of Adam's preconditioned
-// Hessian by Lanczos (engine/tools/eigen), wall time on one thread, in one run (docs/curvature.md).
+// Hessian by Lanczos (analysis/eigen), wall time on one thread, in one run (docs/curvature.md).
 //
 // The model and batch are the warmup grid's: TransformerLM with vocab 16, 6 layers, d_model 32,
 // 2 heads, d_ff 128, xavier init, one batch of 16 x 16 tokens of the order-2 Markov corpus
