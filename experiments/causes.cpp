@@ -1,35 +1,51 @@
 // causes: why Post-LN gets stuck without warmup, by intervention. At the learning rate where
 // warmup's grid finds Post-LN without warmup stuck at the unigram loss and Pre-LN training (lr 1e-2 on
-// the Markov corpus, docs/pre-vs-post-ln.md section 4), each row changes one thing and trains every
-// seed again from scratch:
+// the Markov corpus, docs/why-pre-ln.md), each row changes one thing in the failing run and trains
+// every seed again from scratch, on both placements: on Post-LN a row that trains shows its change is
+// sufficient to rescue it; on Pre-LN a row that gets stuck shows its change is enough to break it
+// (the converse, imposing the mechanism). The rows:
 //   none              Adam(0.9, 0.98, eps 1e-8), constant lr, no warmup: the failing run itself
+//   frozen blocks     every block (and ln_f) keeps its initial weights: only the embeddings and the head
+//                     learn. The baseline a "trained" run must beat (column "beat frozen")
 //   ln-undo-gain ... freeze-ln   one backward-pass intervention in every block (nn/interventions.hpp):
-//                     ln-undo-gain removes the 1/sigma of each LN's backward (Wang et al. 2022: the
-//                     gradient vanishes through the LNs); ln-detach-stats makes the LN statistics
-//                     constants; detach-skip / detach-branch send no gradient along the skip / the branch
-//                     input of each residual add; freeze-ln keeps the LN gains and biases at init
+//                     ln-undo-gain removes the 1/sigma of each LN's backward (the gradient vanishes
+//                     through the LNs); ln-detach-stats makes the LN statistics constants;
+//                     detach-skip / detach-branch send no gradient along the skip / the branch input of
+//                     each residual add; freeze-ln keeps the LN gains and biases at init
+//   clamp branch C xN every residual add receives its branch scaled down, per position, to at most C
+//                     times its skip's RMS, for the first N steps (nn::BranchControl; a forward change,
+//                     so the gradient is the clamped model's own): no branch can dominate its skip
+//   scale branch K xN every branch times K for the first N steps: branch dominance imposed
+//   warmup W: G       a linear warmup over W steps of parameter group G only (emb, lower, upper, head,
+//                     norms; see in_group), every other group at the full lr from step 0
+//   lr xM for N       every update M times larger for the first N steps, then the lr: oversized early steps
+//   reset G at S      at step S, the values of group G go back to their initial values (Adam's moments
+//                     stay); "reset adam at S" zeroes Adam's moments and its step count instead
 //   beta2 B           Adam's beta2 = B (--adam-beta2, default 0.999) instead of 0.98
 //   radam             rectified Adam (Liu et al. 2019): no adaptive step while its variance is intractable
 //   hold N            N steps at lr 0 that still update Adam's moments (--hold, default 20), then constant
-//   warmup W          linear warmup over W steps (--warmups, default 5, 20, 100)
-// Every other row is the "none" run with that one change, so a row that trains where "none" is stuck is
-// an intervention's result, not a correlation. The columns: how many seeds trained / got stuck /
-// diverged (warmup's verdicts, experiments/lib/training.hpp), the final held-out loss (mean ± sd over
-// the seeds), and what the change did to the gradients and updates:
+//   warmup W          linear warmup of every parameter over W steps (--warmups, default 5, 20, 100)
+// The columns: how many seeds trained / got stuck / diverged (warmup's verdicts,
+// experiments/lib/training.hpp), how many beat the frozen-blocks row (final loss below the lowest of its
+// seeds minus --margin), the final held-out loss (mean ± sd over the seeds), its gap to the entropy-rate
+// floor over that of the frozen-blocks row (1: no better than frozen blocks; 0: at the floor), and what
+// the change did to the gradients and updates:
 //   g0/gL      |dL/dW| of block 0 over that of the top block, mean over the last --window steps
 //   LN-in RMS  the RMS of each residual-stream LN's input (Post-LN: the sum x + f(x) entering it), mean
 //              over the LNs and the last --window steps
 //   LN gain    |dL/d in| / |dL/d out| through those LNs (the part of the input's gradient that came
 //              through the LN), same means
+//   b0 |g|/eps the median |gradient| of block 0's weights over Adam's eps, mean over the last --window
+//              steps: far above 1, Adam's update g/(sqrt(v) + eps) does not depend on the gradient's scale
 //   |dW|/|W|   the first update that moved the weights (the first step with lr > 0): the mean over every
 //              parameter tensor with |W| > 0 of |W_after - W_before| / |W_before| (Frobenius norms)
 // A measure over seeds ignores the seeds where it is not finite (a run that blew up; 0/0 where no
 // gradient reaches the blocks); "-" when none is.
 //
-//   build/bin/causes                     the default: post and pre, 12 rows, 5 seeds, 300 steps
-//                                        (554 s wall on 2 busy cores, measured; 36000 steps as warmup's
-//                                        33600, which take 184 s on 2 idle ones)
-//   build/bin/causes --placements post --seeds 10 --steps 500
+//   build/bin/causes                                      every row, post and pre, 5 seeds, 300 steps
+//   build/bin/causes --rows "none,frozen blocks,clamp branch 1 x100" --placements post
+//   build/bin/causes --markov-order 1 --vocab 64 --lr 3e-3  the same rows on another corpus and lr
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -40,6 +56,7 @@
 #include "experiments/lib/report.hpp"
 #include "analysis/step_measures.hpp"
 #include "experiments/lib/training.hpp"
+#include "experiments/lib/training_flags.hpp"
 #include "nn/transformer_lm.hpp"
 
 using namespace gs;
@@ -57,55 +74,147 @@ struct CausesOptions {
   std::vector<std::size_t> warmups = {5, 20, 100};
   std::size_t hold = 20;                // the hold row's N
   double beta2 = 0.999;                 // the beta2 row's beta2
+  double clamp = 1.0;                   // the clamp row's C
+  double branch_scale = 4.0;            // the scale row's K
+  std::size_t control_steps = 100;      // N of the clamp and scale rows
+  std::size_t group_warmup = 100;       // W of the per-group warmup rows
+  double boost = 10.0;                  // M of the oversized-steps row
+  std::size_t boost_steps = 5;          // its N
+  std::size_t reset_step = 100;         // S of the reset rows
+  std::vector<std::string> rows;        // --rows: the rows to run, by name; empty: all
+  CorpusOptions corpus;
 };
+
+// What a row does to a parameter group (in_group): warm it up alone, keep it at init, or reset it.
+enum class GroupAct { none, warmup, freeze, reset };
 
 // A row: its name and what it changes in the "none" run.
 struct Variant {
   std::string name;
-  std::size_t warmup = 0;
-  OptimizerSetup optimizer;
+  std::size_t warmup = 0;  // every parameter's linear warmup
+  OptimizerSetup optimizer{};
+  GroupAct act = GroupAct::none;
+  std::string group{};          // the group it acts on ("adam": the optimizer's moments, for reset)
+  std::size_t group_steps = 0;  // warmup: its length; reset: the step at which it happens
+  nn::BranchControl branch{};   // on for the first branch_steps steps
+  std::size_t branch_steps = 0;
+  double boost = 1.0;           // lr times boost for the first boost_steps steps
+  std::size_t boost_steps = 0;
 };
 
-std::vector<Variant> variants(const CausesOptions& o) {
+const char* const groups[] = {"emb", "lower", "upper", "head", "norms"};
+
+// Every row, in table order; with `only` (--rows) given, just those it names.
+std::vector<Variant> variants(const CausesOptions& o, const std::vector<std::string>& only) {
   std::vector<Variant> v;
-  v.push_back({"none", 0, {}});
+  v.push_back({.name = "none"});
+  v.push_back({.name = "frozen blocks", .act = GroupAct::freeze, .group = "blocks"});
   for (const std::string& name : nn::intervention_names()) {
-    Variant x{name, 0, {}};
+    Variant x{.name = name};
     x.optimizer.intervene = {name};
     v.push_back(x);
   }
-  Variant beta2{"beta2 " + label(o.beta2), 0, {}};
+  const std::string n = " x" + std::to_string(o.control_steps);
+  v.push_back({.name = "clamp branch " + label(o.clamp) + n, .branch = {o.clamp, 1.0}, .branch_steps = o.control_steps});
+  v.push_back({.name = "scale branch " + label(o.branch_scale) + n, .branch = {0.0, o.branch_scale},
+               .branch_steps = o.control_steps});
+  for (const char* g : groups)
+    v.push_back({.name = "warmup " + std::to_string(o.group_warmup) + ": " + g, .act = GroupAct::warmup, .group = g,
+                 .group_steps = o.group_warmup});
+  v.push_back({.name = "lr x" + label(o.boost) + " for " + std::to_string(o.boost_steps), .boost = o.boost,
+               .boost_steps = o.boost_steps});
+  for (const char* g : {"norms", "emb", "head", "blocks", "adam"})
+    v.push_back({.name = std::string("reset ") + g + " at " + std::to_string(o.reset_step), .act = GroupAct::reset,
+                 .group = g, .group_steps = o.reset_step});
+  Variant beta2{.name = "beta2 " + label(o.beta2)};
   beta2.optimizer.beta2 = o.beta2;
   v.push_back(beta2);
-  Variant radam{"radam", 0, {}};
+  Variant radam{.name = "radam"};
   radam.optimizer.optimizer = "radam";
   v.push_back(radam);
-  Variant hold{"hold " + std::to_string(o.hold), 0, {}};
+  Variant hold{.name = "hold " + std::to_string(o.hold)};
   hold.optimizer.hold = o.hold;
   v.push_back(hold);
-  for (std::size_t w : o.warmups) v.push_back({"warmup " + std::to_string(w), w, {}});
+  for (std::size_t w : o.warmups) v.push_back({.name = "warmup " + std::to_string(w), .warmup = w});
+  if (!only.empty())
+    std::erase_if(v, [&](const Variant& x) { return std::find(only.begin(), only.end(), x.name) == only.end(); });
   return v;
 }
 
-// What one seed of one row measured. g0/gL, LN-in RMS and LN gain are means over the last --window
-// steps; each is NaN for a run that did not finish.
+// "" if every name --rows gives is a row's, else which is not, listing the rows.
+std::string unknown_row(const CausesOptions& o) {
+  const std::vector<Variant> all = variants(o, {});
+  for (const std::string& name : o.rows)
+    if (std::none_of(all.begin(), all.end(), [&](const Variant& v) { return v.name == name; })) {
+      std::string valid;
+      for (const Variant& v : all) valid += (valid.empty() ? "" : ", ") + v.name;
+      return "--rows: no row '" + name + "' (rows with today's flags: " + valid + ")";
+    }
+  return "";
+}
+
+// The parameter groups, by name, for a model of `layers` blocks:
+//   emb    tok_emb, pos_emb                 head   head
+//   lower  blocks 0 .. L/2 - 1 (whole)      upper  blocks L/2 .. L - 1 (whole)
+//   norms  every norm's parameters (the blocks' and ln_f)
+//   blocks every block and ln_f: all but emb and head
+bool in_group(const std::string& name, const std::string& group, std::size_t layers) {
+  const bool block = name.starts_with("blocks."), ln_f = name.starts_with("ln_f.");
+  if (group == "emb") return name.starts_with("tok_emb.") || name.starts_with("pos_emb.");
+  if (group == "head") return name.starts_with("head.");
+  if (group == "blocks") return block || ln_f;
+  if (group == "norms") return ln_f || (block && name.find(".ln") != std::string::npos);
+  if (!block) return false;
+  const std::size_t index = std::stoul(name.substr(7));
+  return group == "lower" ? 2 * index < layers : 2 * index >= layers;  // "upper"
+}
+
+// Sets step `step`'s branch control and per-parameter lr scales, and does the row's reset if it is due.
+void apply_row(const Variant& v, std::size_t step, nn::TransformerLM& model, nn::Optimizer& optimizer,
+               const std::vector<Array>& initial) {
+  model.set_branch_control(step < v.branch_steps ? v.branch : nn::BranchControl{});
+  const auto& params = optimizer.parameters();
+  for (std::size_t p = 0; p < params.size(); ++p) {
+    double scale = step < v.boost_steps ? v.boost : 1.0;
+    if (in_group(params[p].name, v.group, model.config.layers)) {
+      if (v.act == GroupAct::freeze) scale = 0.0;
+      if (v.act == GroupAct::warmup) scale *= std::min(1.0, static_cast<double>(step + 1) / static_cast<double>(v.group_steps));
+    }
+    optimizer.set_lr_scale(p, scale);
+  }
+  if (v.act != GroupAct::reset || step != v.group_steps) return;
+  if (v.group == "adam") {  // m = v = 0 and t = 0: Adam starts over, bias correction included
+    for (std::size_t s = 0; s < optimizer.slot_names().size(); ++s)
+      for (std::size_t p = 0; p < params.size(); ++p) optimizer.slot(s, p).fill(0.0);
+    optimizer.set_steps(0);
+    return;
+  }
+  for (std::size_t p = 0; p < params.size(); ++p)
+    if (in_group(params[p].name, v.group, model.config.layers)) {
+      Parameter handle = params[p].parameter;  // a handle: shares the model's value
+      handle.value() = initial[p];
+    }
+}
+
+// What one seed of one row measured. g0/gL, LN-in RMS, LN gain and b0 |g|/eps are means over the last
+// --window steps; each is NaN for a run that did not finish.
 struct CausesRun {
   std::vector<double> losses;  // the training loss of each step, ending at the first NaN/Inf
   double final_loss = NAN;     // held out, after the last step
   Verdict verdict = Verdict::diverged;
-  double grad_ratio = NAN, ln_rms = NAN, ln_gain = NAN;
+  double grad_ratio = NAN, ln_rms = NAN, ln_gain = NAN, grad_over_eps = NAN;
   double update_ratio = NAN;  // of the first update with lr > 0
 };
 
 Record to_record(const CausesRun& run) {
   return {{"losses", run.losses}, {"final_loss", {run.final_loss}}, {"verdict", {static_cast<double>(run.verdict)}},
           {"grad_ratio", {run.grad_ratio}}, {"ln_rms", {run.ln_rms}}, {"ln_gain", {run.ln_gain}},
-          {"update_ratio", {run.update_ratio}}};
+          {"grad_over_eps", {run.grad_over_eps}}, {"update_ratio", {run.update_ratio}}};
 }
 
 void from_record(const Record& r, CausesRun& run) {
   run = {r.list("losses"), r.get("final_loss"), static_cast<Verdict>(r.get("verdict")), r.get("grad_ratio"),
-         r.get("ln_rms"), r.get("ln_gain"), r.get("update_ratio")};
+         r.get("ln_rms"), r.get("ln_gain"), r.get("grad_over_eps"), r.get("update_ratio")};
 }
 
 // The mean over the parameter tensors with |W| > 0 of |after - before| / |before|.
@@ -119,29 +228,52 @@ double update_ratio(const std::vector<Array>& before, const std::vector<nn::Name
   return mean_of(ratios);
 }
 
+// The median |gradient| over every element of block 0's parameters.
+double block0_median_grad(const nn::TransformerLM& model) {
+  std::vector<double> g;
+  for (const nn::NamedParameter& p : model.blocks.front()->named_parameters())
+    for (double x : p.parameter.grad()) g.push_back(std::abs(x));
+  std::nth_element(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(g.size() / 2), g.end());
+  return g[g.size() / 2];
+}
+
+// The end-of-run measures, one step's worth at a time.
+struct WindowMeasures {
+  std::vector<double> grad_ratio, ln_rms, ln_gain, grad_over_eps;
+  void add(nn::TransformerLM& model, double eps) {
+    StepRecord s;
+    read_tape(model, s);
+    grad_ratio.push_back(s.layer_grad[1] / s.layer_grad[s.layer_grad.size() - 2]);
+    ln_rms.push_back(mean_of(s.ln_rms));
+    ln_gain.push_back(mean_of(s.ln_gain));
+    grad_over_eps.push_back(block0_median_grad(model) / eps);
+  }
+  void into(CausesRun& run) const {
+    run.grad_ratio = mean_of(grad_ratio), run.ln_rms = mean_of(ln_rms), run.ln_gain = mean_of(ln_gain);
+    run.grad_over_eps = mean_of(grad_over_eps);
+  }
+};
+
 // One seed of one row.
 CausesRun run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, const CausesOptions& o, Tick& tick) {
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
   const std::unique_ptr<nn::Optimizer> optimizer = variant.optimizer.make(model);
   const nn::Schedule schedule = variant.optimizer.with_hold({nn::ScheduleKind::warmup, o.lr, variant.warmup, o.steps, 0.1});
+  std::vector<Array> initial;
+  for (const nn::NamedParameter& p : optimizer->parameters()) initial.push_back(p.parameter.value());
   Tape& tape = Tape::current();
   CausesRun run;
-  std::vector<double> grad_ratio, ln_rms, ln_gain;
+  WindowMeasures window;
   std::size_t step = 0;
   for (; step < o.steps; ++step) {
     const bool measured = step + o.window >= o.steps;
     tape.keep_contributions = measured;  // for the norm gain (through_norm)
+    apply_row(variant, step, model, *optimizer, initial);
     const double loss = forward_backward(model, training_batch(corpus.data, m.batch, m.seq, m.seed, step));
     run.losses.push_back(loss);
     if (!std::isfinite(loss)) break;
-    if (measured) {
-      StepRecord s;
-      read_tape(model, s);
-      grad_ratio.push_back(s.layer_grad[1] / s.layer_grad[s.layer_grad.size() - 2]);
-      ln_rms.push_back(mean_of(s.ln_rms));
-      ln_gain.push_back(mean_of(s.ln_gain));
-    }
+    if (measured) window.add(model, variant.optimizer.eps);
     std::vector<Array> before;
     const bool first_move = std::isnan(run.update_ratio) && schedule.lr(step) > 0;
     if (first_move)
@@ -153,9 +285,10 @@ CausesRun run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, 
     tick(1, what);
   }
   tape.keep_contributions = false;
+  // the held-out loss is the model's as its last step ran it (with the branch control still on if it was)
   if (step == o.steps) {
     run.final_loss = evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, m.seed);
-    run.grad_ratio = mean_of(grad_ratio), run.ln_rms = mean_of(ln_rms), run.ln_gain = mean_of(ln_gain);
+    window.into(run);
   }
   run.verdict = verdict_of(run.final_loss, Thresholds{corpus.uniform, corpus.unigram, o.margin});
   return run;
@@ -170,36 +303,64 @@ std::vector<double> over(const std::vector<const CausesRun*>& seeds, double Caus
   return v;
 }
 
-Table causes_table(const std::vector<CausesRun>& runs, const Grid& grid, const std::vector<Variant>& rows) {
-  Table t({"placement", "change", "trained", "stuck", "diverged", "final loss", "g0/gL", "LN-in RMS", "LN gain", "|dW|/|W| 1st"});
-  for (std::size_t p = 0; p < grid.labels(0).size(); ++p)
+// The frozen-blocks row's seeds of placement p: the final losses a trained run must beat. Empty when
+// the row was not run (--rows).
+struct Baseline {
+  double lowest = NAN;  // the lowest final loss over its seeds
+  double gap = NAN;     // its mean final loss minus the entropy-rate floor
+};
+
+Baseline baseline_of(const std::vector<CausesRun>& runs, const Grid& grid, const std::vector<Variant>& rows,
+                     std::size_t p, double floor) {
+  Baseline b;
+  for (std::size_t v = 0; v < rows.size(); ++v)
+    if (rows[v].name == "frozen blocks") {
+      const std::vector<double> finals = over(seeds_of(runs, grid, {p, v}), &CausesRun::final_loss);
+      b.lowest = *std::min_element(finals.begin(), finals.end());
+      b.gap = mean_of(finals) - floor;
+    }
+  return b;
+}
+
+Table causes_table(const std::vector<CausesRun>& runs, const Grid& grid, const std::vector<Variant>& rows,
+                   const Corpus& corpus, double margin) {
+  Table t({"placement", "change", "trained", "stuck", "diverged", "beat frozen", "final loss", "gap/frozen", "g0/gL",
+           "LN-in RMS", "LN gain", "b0 |g|/eps", "|dW|/|W| 1st"});
+  for (std::size_t p = 0; p < grid.labels(0).size(); ++p) {
+    const Baseline base = baseline_of(runs, grid, rows, p, corpus.floor);
     for (std::size_t v = 0; v < rows.size(); ++v) {
       const std::vector<const CausesRun*> seeds = seeds_of(runs, grid, {p, v});
-      std::size_t count[3] = {0, 0, 0};
-      for (const CausesRun* r : seeds) ++count[static_cast<int>(r->verdict)];
-      t.add_row({grid.labels(0)[p], rows[v].name, std::to_string(count[static_cast<int>(Verdict::trained)]),
-                 std::to_string(count[static_cast<int>(Verdict::stuck)]),
-                 std::to_string(count[static_cast<int>(Verdict::diverged)]),
-                 finite_stat(over(seeds, &CausesRun::final_loss), 4), finite_stat(over(seeds, &CausesRun::grad_ratio)),
+      std::size_t count[3] = {0, 0, 0}, beat = 0;
+      std::vector<double> gap;
+      for (const CausesRun* r : seeds) {
+        ++count[static_cast<int>(r->verdict)];
+        beat += r->final_loss < base.lowest - margin;
+        gap.push_back((r->final_loss - corpus.floor) / base.gap);
+      }
+      auto n = [&](Verdict x) { return std::to_string(count[static_cast<int>(x)]); };
+      t.add_row({grid.labels(0)[p], rows[v].name, n(Verdict::trained), n(Verdict::stuck), n(Verdict::diverged),
+                 std::isnan(base.lowest) ? "-" : std::to_string(beat), finite_stat(over(seeds, &CausesRun::final_loss), 4),
+                 finite_stat(gap), finite_stat(over(seeds, &CausesRun::grad_ratio)),
                  finite_stat(over(seeds, &CausesRun::ln_rms)), finite_stat(over(seeds, &CausesRun::ln_gain)),
-                 finite_stat(over(seeds, &CausesRun::update_ratio))});
+                 finite_stat(over(seeds, &CausesRun::grad_over_eps)), finite_stat(over(seeds, &CausesRun::update_ratio))});
     }
+  }
   return t;
 }
 
 Table runs_table(const std::vector<CausesRun>& runs, const Grid& grid, const std::vector<Variant>& rows,
                  const std::vector<unsigned>& seeds) {
-  Table t({"placement", "change", "seed", "final_loss", "verdict", "grad_ratio", "ln_rms", "ln_gain", "update_ratio"});
+  Table t({"placement", "change", "seed", "final_loss", "verdict", "grad_ratio", "ln_rms", "ln_gain", "grad_over_eps",
+           "update_ratio"});
   for (std::size_t i = 0; i < grid.size(); ++i) {
     const Cell c{&grid, i};
     const CausesRun& r = runs[i];
     t.add_row({grid.labels(0)[c["placement"]], rows[c["variant"]].name, std::to_string(seeds[c["seed"]]),
                fmt(r.final_loss, 6), to_string(r.verdict), fmt(r.grad_ratio, 6), fmt(r.ln_rms, 6), fmt(r.ln_gain, 6),
-               fmt(r.update_ratio, 6)});
+               fmt(r.grad_over_eps, 6), fmt(r.update_ratio, 6)});
   }
   return t;
 }
-
 // One plot per placement: the training loss of every row, the mean over seeds in 10-step windows (a
 // curve ends at the first window in which a seed's loss was NaN/Inf).
 void draw_curves(const std::vector<CausesRun>& runs, const Grid& grid, std::size_t p, const std::vector<Variant>& rows,
@@ -235,12 +396,11 @@ void run(Experiment& ex, CausesOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const ModelOptions& mo = ex.model;
   keep_first_of_each(o.warmups);
-  if (o.window > o.steps) throw FlagError("--window " + std::to_string(o.window) + " is more than --steps " + std::to_string(o.steps));
-  const std::vector<Variant> rows = variants(o);
+  const std::vector<Variant> rows = variants(o, o.rows);
   std::vector<std::string> names;
   for (const Variant& v : rows) names.push_back(v.name);
-  ex.check_memory(mo.config(), 2, true, ex.placements.size() * rows.size() * ex.seeds, corpus_bytes({}, mo.vocab));
-  const Corpus corpus = build_corpus({}, mo.vocab, mo.seed, mo.seq);
+  ex.check_memory(mo.config(), 2, true, ex.placements.size() * rows.size() * ex.seeds, corpus_bytes(o.corpus, mo.vocab));
+  const Corpus corpus = build_corpus(o.corpus, mo.vocab, mo.seed, mo.seq);
   print_setup(ex, o, corpus, rows.size());
   Grid grid;
   grid.axis("placement", ex.placements).axis("variant", names).axis("seed", labels(ex.seed_list()));
@@ -250,9 +410,9 @@ void run(Experiment& ex, CausesOptions& o) {
   if (!runs) return;
   const std::filesystem::path dir = ex.out;
   std::filesystem::create_directories(dir);
-  const Table t = causes_table(*runs, grid, rows);
-  std::printf("\nper row, over the seeds (g0/gL, LN-in RMS, LN gain: the last %zu steps; |dW|/|W|: the first update "
-              "with lr > 0):\n\n%s", o.window, t.to_text().c_str());
+  const Table t = causes_table(*runs, grid, rows, corpus, o.margin);
+  std::printf("\nper row, over the seeds (g0/gL, LN-in RMS, LN gain, b0 |g|/eps: the last %zu steps; |dW|/|W|: the "
+              "first update with lr > 0):\n\n%s", o.window, t.to_text().c_str());
   t.write_csv(dir / "causes.csv");
   runs_table(*runs, grid, rows, ex.seed_list()).write_csv(dir / "runs.csv");
   for (std::size_t p = 0; p < ex.placements.size(); ++p) draw_curves(*runs, grid, p, rows, corpus, o.steps, dir);
@@ -265,11 +425,11 @@ void run(Experiment& ex, CausesOptions& o) {
 int main(int argc, char** argv) {
   Experiment ex("causes", "Why Post-LN gets stuck without warmup, by intervention: at lr 1e-2 on the Markov corpus "
                 "(where warmup's grid finds Post-LN stuck and Pre-LN training), each row changes one thing -- a "
-                "backward-pass intervention, Adam's beta2, RAdam, a hold, a warmup -- and trains every seed again; "
-                "counts of trained/stuck/diverged, final held-out loss, block-0/top gradient ratio, LN-input RMS, "
-                "LN gain and the first update's |dW|/|W|. Default: 2 placements x 12 rows x 5 seeds x 300 steps "
-                "(36000 steps; --seeds 5 is the fewest the question needs, "
-                "and 300 steps lets warmup 100 train).",
+                "backward-pass intervention, a clamp or scale of the branches, a warmup of one parameter group, "
+                "oversized first steps, a reset, Adam's beta2, RAdam, a hold, a warmup -- and trains every seed "
+                "again; counts of trained/stuck/diverged and of seeds that beat a run with frozen blocks, the "
+                "final held-out loss, and the gradient and update measures. Default: 2 placements x 26 rows x 5 "
+                "seeds x 300 steps.",
                 "out/causes");
   ex.model = stability_model();
   ex.placements = {"post", "pre"};
@@ -278,11 +438,26 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--lr", o.lr, "the learning rate of every row (constant after any warmup)");
   add_flag(ex.app, "--steps", o.steps, "training steps per run");
   add_flag(ex.app, "--eval-batches", o.eval_batches, "held-out batches averaged for the final loss");
-  add_flag(ex.app, "--margin", o.margin, "verdict margin in nats (as in warmup)");
-  add_flag(ex.app, "--window", o.window, "the last steps over which g0/gL, LN-in RMS and LN gain are averaged");
+  add_flag(ex.app, "--margin", o.margin, "verdict margin in nats (as in warmup; also for 'beat frozen')");
+  add_flag(ex.app, "--window", o.window, "the last steps over which g0/gL, LN-in RMS, LN gain and b0 |g|/eps are averaged");
+  add_flag(ex.app, "--rows", o.rows, "the rows to run, by their names as the table prints them (comma-separated; default all)");
   add_flag(ex.app, "--warmups", o.warmups, "the warmup rows' lengths W (comma-separated)");
   add_flag(ex.app, "--hold", o.hold, "the hold row's N: steps at lr 0 that update Adam's moments");
   add_flag(ex.app, "--adam-beta2", o.beta2, "the beta2 row's Adam beta2 (every other row: 0.98)");
+  add_flag(ex.app, "--clamp", o.clamp, "the clamp row's C: each branch at most C times its skip's RMS");
+  add_flag(ex.app, "--branch-scale", o.branch_scale, "the scale row's K: each branch times K");
+  add_flag(ex.app, "--control-steps", o.control_steps, "the clamp and scale rows' N: the first steps they act on");
+  add_flag(ex.app, "--group-warmup", o.group_warmup, "the per-group warmup rows' length W");
+  add_flag(ex.app, "--boost", o.boost, "the oversized-steps row's M: the lr times M for its first steps");
+  add_flag(ex.app, "--boost-steps", o.boost_steps, "the oversized-steps row's N");
+  add_flag(ex.app, "--reset-step", o.reset_step, "the reset rows' step S (below --steps)");
+  add_corpus_flags(ex.app, o.corpus, false);
+  ex.check_flags = [&]() -> std::string {
+    if (o.window > o.steps) return "--window " + std::to_string(o.window) + " is more than --steps " + std::to_string(o.steps);
+    if (o.reset_step >= o.steps)
+      return "--reset-step " + std::to_string(o.reset_step) + " must be below --steps " + std::to_string(o.steps);
+    return unknown_row(o);
+  };
   describe(ex.app, "--placements", "placements to train (comma-separated)");
   describe(ex.app, "--seeds", "seeds per row");
   return ex.main(argc, argv, [&] { run(ex, o); });

@@ -10,9 +10,11 @@ namespace {
 
 // The add of a residual connection, sum = skip + branch, with its inputs marked on the tape
 // (EdgeRole): tools/inspect splits the stream's gradient by these marks and draws the two paths apart.
-// detach-skip / detach-branch (Interventions) make it send zeros back along that input.
-Var residual_add(const Var& skip, const Var& branch, const Interventions& iv, Site site = Site::current()) {
-  Var sum = add(skip, branch, site).mark_input(0, EdgeRole::skip, site).mark_input(1, EdgeRole::branch_out, site);
+// detach-skip / detach-branch (Interventions) make it send zeros back along that input; a BranchControl
+// scales the branch first (controlled_branch), inside the branch edge.
+Var residual_add(const Var& skip, const Var& branch, const Interventions& iv, const BranchControl& control,
+                 Site site = Site::current()) {
+  Var sum = add(skip, controlled_branch(skip, branch, control, site), site).mark_input(0, EdgeRole::skip, site).mark_input(1, EdgeRole::branch_out, site);
   if (iv.detach_skip) cut_gradient(sum, 0, site);
   if (iv.detach_branch) cut_gradient(sum, 1, site);
   return sum;
@@ -171,14 +173,14 @@ struct BlockPass {
     t.attn_skip = skip_of(x, b.admin_attn, "attn_skip");
     t.attn_branch = sublayer("attn", b.attn, x);
     profile(t.attn_skip, t.attn_branch);
-    t.attn_sum = residual_add(t.attn_skip, t.attn_branch, b.interventions);
+    t.attn_sum = residual_add(t.attn_skip, t.attn_branch, b.interventions, b.branch_control);
     t.mid = normed("ln1", b.ln1.get(), t.attn_sum, true);
     t.mlp_in = t.mid;
     t.mlp_skip = b.placement == Placement::b2t ? b2t_skip(t.mid, x).named(p + "mlp_skip")
                                                : skip_of(t.mid, b.admin_mlp, "mlp_skip");
     t.mlp_branch = sublayer("mlp", b.mlp, t.mid);
     profile(t.mlp_skip, t.mlp_branch);
-    t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch, b.interventions);
+    t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch, b.interventions, b.branch_control);
     t.out = normed("ln2", b.ln2.get(), t.mlp_sum, true);
   }
 
@@ -195,7 +197,7 @@ struct BlockPass {
     t.attn_branch = gated(out ? normed("ln1", b.ln1.get(), attn_f, false)
                               : normed("ln_attn_out", b.ln_attn_out.get(), attn_f, false),
                           a_attn);
-    t.attn_sum = residual_add(t.attn_skip, t.attn_branch, b.interventions);
+    t.attn_sum = residual_add(t.attn_skip, t.attn_branch, b.interventions, b.branch_control);
     t.mid = t.attn_sum;
     t.mlp_in = normed("ln2", out ? nullptr : b.ln2.get(), t.mid, true);
     t.mlp_skip = t.mid;
@@ -204,7 +206,7 @@ struct BlockPass {
     t.mlp_branch = gated(out ? normed("ln2", b.ln2.get(), mlp_f, false)
                              : normed("ln_mlp_out", b.ln_mlp_out.get(), mlp_f, false),
                          a_mlp);
-    t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch, b.interventions);
+    t.mlp_sum = residual_add(t.mlp_skip, t.mlp_branch, b.interventions, b.branch_control);
     t.out = t.mlp_sum;
   }
 

@@ -108,6 +108,7 @@ class Block : public Module {
   Parameter admin_mlp;    // admin only: omega of the MLP's skip, shape [d]
 
   Interventions interventions;            // detach-skip / detach-branch act here (TransformerLM::set_interventions)
+  BranchControl branch_control;           // scales each branch before its add (TransformerLM::set_branch_control)
   AdminProfile* admin_profile = nullptr;  // set only during TransformerLM::profile_admin
 
   BlockTrace last;  // the stream of the last forward (handles into the current tape)

@@ -81,4 +81,15 @@ Var cut_gradient(const Var& v, std::size_t input, Site site) {
   return v;
 }
 
+Var controlled_branch(const Var& skip, const Var& branch, const BranchControl& control, Site site) {
+  if (!control.active()) return branch;
+  Var f = control.scale == 1.0 ? branch : mul(branch, scalar_like(branch, control.scale, site), site);
+  if (control.clamp <= 0.0) return f;
+  // rms over the model dimension, per position: (..., 1)
+  auto rms = [&](const Var& v) { return sqrt(mean(mul(v, v, site), {-1}, true, site) + 1e-12, site); };
+  const Var ratio = div(mul(rms(skip), scalar_like(skip, control.clamp, site), site), rms(f), site);  // (..., 1)
+  const Var s = masked_fill(ratio, ratio.value() >= 1.0, 1.0, site);  // min(1, ratio), (..., 1)
+  return mul(f, s, site);  // (..., C) * (..., 1)
+}
+
 }  // namespace gs::nn

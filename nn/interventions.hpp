@@ -12,6 +12,15 @@
 //                    no gradient is accumulated into them (their grad() stays 0, so they drop out of
 //                    gradient norms and clipping) and the optimizers skip them
 // docs/placements.md#interventions says which are refused with which norms, and why.
+//
+// BranchControl is the other kind: it changes the forward value of every residual add, so the
+// backward is the true gradient of the changed model (gradient-checked like any layer). Set it with
+// TransformerLM::set_branch_control; a training loop switches it on for the first steps only.
+//   clamp c    each branch is scaled down, per position, to at most c times its skip's RMS:
+//                sum = skip + s * branch,  s = min(1, c * rms(skip) / rms(branch)),
+//              rms over the model dimension; s is part of the graph (its gradient flows). Branch
+//              dominance (rms(branch) > c rms(skip)) cannot happen while it is on.
+//   scale k    each branch is multiplied by k: sum = skip + k * branch (k > 1 imposes dominance)
 #pragma once
 
 #include <string>
@@ -33,6 +42,14 @@ struct Interventions {
   bool operator==(const Interventions&) const = default;
 };
 
+struct BranchControl {
+  double clamp = 0.0;  // c > 0: clamp on; 0: off
+  double scale = 1.0;  // k
+
+  bool active() const { return clamp > 0.0 || scale != 1.0; }
+  bool operator==(const BranchControl&) const = default;
+};
+
 // "ln-undo-gain", "ln-detach-stats", "detach-skip", "detach-branch", "freeze-ln".
 const std::vector<std::string>& intervention_names();
 // A comma-separated list of those names ("" or "none": no intervention); throws gs::Error naming the
@@ -47,5 +64,9 @@ std::string refusal(const Interventions& interventions, const ModelConfig& confi
 // Makes the op that produced `v` send zeros back to its input number `input` (whatever its backward
 // computes for it); its value and its other inputs' gradients are unchanged. Returns v.
 Var cut_gradient(const Var& v, std::size_t input, Site site = Site::current());
+
+// The branch as BranchControl makes it: k * branch, then (clamp c > 0) times s per position, as
+// above. Shapes (..., C); returns branch itself when control is not active.
+Var controlled_branch(const Var& skip, const Var& branch, const BranchControl& control, Site site = Site::current());
 
 }  // namespace gs::nn

@@ -9,7 +9,7 @@
 namespace gs::nn {
 
 Optimizer::Optimizer(std::vector<NamedParameter> parameters, std::vector<std::string> slot_names)
-    : parameters_(std::move(parameters)), slot_names_(std::move(slot_names)) {
+    : parameters_(std::move(parameters)), slot_names_(std::move(slot_names)), lr_scale_(parameters_.size(), 1.0) {
   slots_.resize(slot_names_.size());
   for (auto& slot : slots_)
     for (const NamedParameter& p : parameters_) slot.push_back(xt::zeros_like(p.parameter.value()));
@@ -21,7 +21,7 @@ void Optimizer::step(double lr) {
     Parameter& param = parameters_[p].parameter;
     if (!param.requires_grad()) continue;
     // value() (non-const) marks the parameter changed, so its next use puts a fresh leaf on the tape.
-    update(p, param.value(), param.grad(), lr);
+    update(p, param.value(), param.grad(), lr * lr_scale_[p]);
   }
 }
 

@@ -22,8 +22,13 @@ class Optimizer {
   Optimizer(std::vector<NamedParameter> parameters, std::vector<std::string> slot_names);
   virtual ~Optimizer() = default;
 
-  // One update of every parameter from its current gradient, with learning rate lr.
+  // One update of every parameter from its current gradient, with learning rate lr (times that
+  // parameter's lr scale).
   void step(double lr);
+  // Parameter p's multiplier of lr, 1 unless set: per-group learning rates (0 freezes p's value; Adam's
+  // moments still take its gradient, as in a hold). Not saved by checkpoints: a run that sets it says so.
+  void set_lr_scale(std::size_t p, double scale) { lr_scale_.at(p) = scale; }
+  double lr_scale(std::size_t p) const { return lr_scale_.at(p); }
   void zero_grad();  // sets every parameter's gradient to 0
 
   virtual std::string name() const = 0;  // "sgd", "adam", "adamw", "radam": what checkpoints record
@@ -46,6 +51,7 @@ class Optimizer {
   std::vector<NamedParameter> parameters_;
   std::vector<std::string> slot_names_;
   std::vector<std::vector<Array>> slots_;  // [slot][parameter]
+  std::vector<double> lr_scale_;          // [parameter]
   std::size_t steps_ = 0;
 };
 

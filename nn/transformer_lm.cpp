@@ -1,6 +1,7 @@
 #include "nn/transformer_lm.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/engine.hpp"
 
@@ -93,6 +94,13 @@ void TransformerLM::profile_admin(const IndexArray& ids) {
   for (auto& block : blocks) block->admin_profile = nullptr;
   last = LMTrace{};
   for (auto& block : blocks) block->last = BlockTrace{};
+}
+
+void TransformerLM::set_branch_control(const BranchControl& control) {
+  if (!(control.clamp >= 0.0) || !std::isfinite(control.clamp) || !(control.scale > 0.0) || !std::isfinite(control.scale))
+    throw Error("set_branch_control: clamp " + std::to_string(control.clamp) + " must be >= 0 and scale " +
+                std::to_string(control.scale) + " > 0, both finite");
+  for (auto& block : blocks) block->branch_control = control;
 }
 
 void TransformerLM::set_interventions(const Interventions& iv) {

@@ -71,6 +71,9 @@ class TransformerLM : public Module {
   // gs::Error for a combination that refusal() refuses for this model. The forward pass is unchanged.
   void set_interventions(const Interventions& interventions);
   const Interventions& interventions() const { return interventions_; }
+  // Sets every block's BranchControl (nn/interventions.hpp): the forward of each residual add changes.
+  // Throws gs::Error for a clamp < 0 or a scale <= 0 or not finite.
+  void set_branch_control(const BranchControl& control);
 
   ModelConfig config;
   double z_loss = 0.0;  // C of the z-loss term (a training choice, not in config.json); 0: CE only

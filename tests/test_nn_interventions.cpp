@@ -1,6 +1,7 @@
 // The backward-pass interventions (nn/interventions.hpp): each changes what it says and nothing else.
 // The forward values stay bit for bit; the gradient changes only where the intervention acts.
 #include <cmath>
+#include <tuple>
 
 #include "check.hpp"
 #include "nn/layernorm.hpp"
@@ -296,4 +297,72 @@ TEST_CASE("a model with interventions still passes a gradient check where they l
     if (p.parameter.requires_grad()) trained.push_back(p);
   REQUIRE(trained.size() < m->named_parameters().size());
   REQUIRE_PARAM_GRADCHECK(trained, {}, [&](const std::vector<Var>&) { return m->loss(ids, targets); });
+}
+
+// ---- BranchControl: changes the forward, so its backward must be the true gradient of the new model ----
+
+namespace {
+
+// The rms over the last axis of row r of a (R, C) view of x.
+double row_rms(const Array& x, std::size_t r) {
+  const std::size_t d = x.shape().back();
+  double s = 0.0;
+  for (std::size_t i = 0; i < d; ++i) s += x.data()[r * d + i] * x.data()[r * d + i];
+  return std::sqrt(s / static_cast<double>(d));
+}
+
+}  // namespace
+
+TEST_CASE("branch clamp: every branch is at most c times its skip's rms, and some were scaled down",
+          "[nn][interventions]") {
+  for (const char* member : {"post", "pre"}) {
+    auto m = model_of(member);
+    const double c = 0.5;
+    m->set_branch_control({c, 1.0});
+    m->loss(ids, targets);
+    std::size_t clamped = 0, rows = 0;
+    for (const auto& b : m->blocks)
+      for (const auto& [skip, branch, sum] : {std::tuple{b->last.attn_skip, b->last.attn_branch, b->last.attn_sum},
+                                              std::tuple{b->last.mlp_skip, b->last.mlp_branch, b->last.mlp_sum}}) {
+        const Array added = sum.value() - skip.value();  // s * branch, what the add received
+        for (std::size_t r = 0; r < added.size() / added.shape().back(); ++r, ++rows) {
+          const double skip_rms = row_rms(skip.value(), r), before = row_rms(branch.value(), r);
+          CHECK(row_rms(added, r) <= c * skip_rms * (1 + 1e-9) + 1e-12);
+          if (before > c * skip_rms) {
+            ++clamped;
+            CHECK(row_rms(added, r) == Approx(c * skip_rms).epsilon(1e-6));
+          } else {
+            CHECK(row_rms(added, r) == Approx(before).epsilon(1e-12));
+          }
+        }
+      }
+    INFO(member << ": " << clamped << " of " << rows << " positions clamped");
+    CHECK(clamped > 0);
+    CHECK(clamped < rows);
+  }
+}
+
+TEST_CASE("branch scale k: each add receives k times its branch", "[nn][interventions]") {
+  auto m = model_of("pre");
+  m->set_branch_control({0.0, 3.0});
+  m->loss(ids, targets);
+  for (const auto& b : m->blocks)
+    CHECK(xt::allclose(b->last.attn_sum.value() - b->last.attn_skip.value(), 3.0 * b->last.attn_branch.value(), 1e-12, 1e-14));
+}
+
+TEST_CASE("a model with a branch clamp or scale passes a gradient check", "[nn][interventions]") {
+  for (const char* member : {"post", "pre"})
+    for (const BranchControl control : {BranchControl{0.5, 1.0}, BranchControl{0.0, 3.0}, BranchControl{0.7, 2.0}}) {
+      INFO(member << " clamp " << control.clamp << " scale " << control.scale);
+      auto m = model_of(member);
+      m->set_branch_control(control);
+      REQUIRE_PARAM_GRADCHECK(m->named_parameters(), {}, [&](const std::vector<Var>&) { return m->loss(ids, targets); });
+    }
+}
+
+TEST_CASE("a branch control that means nothing is refused", "[nn][interventions]") {
+  auto m = model_of("post");
+  CHECK_THROWS_WITH(m->set_branch_control({-1.0, 1.0}), Catch::Contains("set_branch_control") && Catch::Contains("clamp"));
+  CHECK_THROWS_WITH(m->set_branch_control({0.0, 0.0}), Catch::Contains("scale"));
+  CHECK_THROWS_WITH(m->set_branch_control({0.0, NAN}), Catch::Contains("finite"));
 }

@@ -208,6 +208,8 @@ TEST_CASE("flags that do not apply, or mean nothing together, are refused naming
   for (const Case& c : std::vector<Case>{
            {"train", {"--hold", "10", "--steps", "10"}, "--hold 10 is not less than --steps 10"},
            {"causes", {"--steps", "10"}, "--hold 20 is not less than --steps 10"},
+           {"causes", {"--steps", "50", "--reset-step", "50"}, "--reset-step 50 must be below --steps 50"},
+           {"causes", {"--rows", "none,warmup 7"}, "--rows: no row 'warmup 7'"},
            {"train", {"--mixln-post", "1", "--placement", "pre"}, "--mixln-post 1 sets mixln's Post-LN blocks, and --placement pre"},
            {"train", {"--dyt-alpha", "3", "--norm", "layer"}, "--dyt-alpha 3 sets DyT's alpha, and --placement pre"},
            {"warmup", {"--mixln-post", "1"}, "has no mixln placement (e.g. --placement mixln)"},

@@ -54,6 +54,26 @@ TEST_CASE("SGD with momentum: two steps by hand", "[train][optim]") {
   REQUIRE(sgd.slot(0, 0)(1) == Approx(1.9));
 }
 
+TEST_CASE("a parameter's lr scale multiplies its step; 0 leaves it in place while Adam's moments move",
+          "[train][optim]") {
+  Two m;
+  Sgd sgd(m.named_parameters(), SgdOptions{0.0, 0.0});
+  sgd.set_lr_scale(0, 0.5);
+  m.set_grads(Array{0.5, 1.0}, mat(-1.0));
+  sgd.step(0.1);
+  REQUIRE(m.a.value()(0) == Approx(1.0 - 0.5 * 0.1 * 0.5));
+  REQUIRE(m.b.value()(0, 0) == Approx(0.5 + 0.1));  // scale 1 by default
+  Two n;
+  Adam adam(n.named_parameters());
+  adam.set_lr_scale(1, 0.0);
+  n.set_grads(Array{0.5, 1.0}, mat(-1.0));
+  adam.step(0.1);
+  REQUIRE(n.b.value()(0, 0) == 0.5);
+  REQUIRE(adam.slot(0, 1)(0, 0) == Approx(0.1 * -1.0));  // m = (1 - b1) g all the same
+  REQUIRE(n.a.value()(0) != 1.0);
+  CHECK_THROWS(adam.set_lr_scale(2, 1.0));  // there is no parameter 2
+}
+
 TEST_CASE("SGD weight decay adds wd * theta to the gradient", "[train][optim]") {
   Two m;
   Sgd sgd(m.named_parameters(), SgdOptions{0.0, 0.1});

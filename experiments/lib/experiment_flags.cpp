@@ -80,7 +80,7 @@ std::string Experiment::flag_problem() {
   if (graph_step > 0 && !draws_graph_at_step)
     return "--graph-step " + std::to_string(graph_step) + ": " + program +
            " draws --graph at initialization only; train draws it at a training step";
-  return "";
+  return check_flags ? check_flags() : "";
 }
 
 std::string Experiment::inapplicable_flag() const {

@@ -124,6 +124,15 @@ const std::vector<std::pair<std::string, Range>>& table() {
       {"--size", choice({"small", "large", "both"})},
       // the learning-rate sweep (lrsweep)
       {"--variants", of(Range::Kind::any)},
+      // the interventions of causes
+      {"--rows", of(Range::Kind::any)},
+      {"--clamp", real_above(0)},
+      {"--branch-scale", real_above(0)},
+      {"--control-steps", whole(0)},
+      {"--group-warmup", whole(1)},
+      {"--boost", real_above(0)},
+      {"--boost-steps", whole(0)},
+      {"--reset-step", whole(0)},
       {"--z-coef", real_above(0)},
   };
   return rows;

@@ -94,6 +94,9 @@ class Experiment {
   // runs body; whatever it throws is one line "PROGRAM: error: ..." and exit 1 (exit 2 for a FlagError). After the body, --dump
   // writes the model of the model flags at init (unless dump_at_init is off: the binary dumps its own).
   int main(int argc, char** argv, const std::function<void()>& body);
+  // The binary's own check of its flags together, run by main() after the shared ones and before any
+  // work (nothing claimed or written yet): "" or why they make no run (exit 2). Null: none.
+  std::function<std::string()> check_flags;
 
   // --html FILE, --html-add FILE, --snapshot-steps LIST (docs/explorer.md): the grid constructor adds
   // them; a binary without a grid that trains or measures a model calls add_html_flags. main() checks
