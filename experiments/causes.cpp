@@ -22,7 +22,11 @@
 //   reset G at S      at step S, the values of group G go back to their initial values (Adam's moments
 //                     stay); "reset adam at S" zeroes Adam's moments and its step count instead
 //   beta2 B           Adam's beta2 = B (--adam-beta2, default 0.999) instead of 0.98
-//   radam             rectified Adam (Liu et al. 2019): no adaptive step while its variance is intractable
+//   radam             rectified Adam (Liu et al. 2019): no adaptive step while its variance is intractable;
+//                     "radam beta2 B" the same with beta2 B. Its rectification ramps the step over about
+//                     2 / (1 - beta2) steps (100 at 0.98, 2000 at 0.999): compare with "warmup W" rows
+//   sgd lr L          SGD with momentum 0.9 at lr L (--sgd-lr), alone and with ln-undo-gain: under SGD a
+//                     gradient's scale is the step's scale, under Adam it is not (until |g| nears eps)
 //   hold N            N steps at lr 0 that still update Adam's moments (--hold, default 20), then constant
 //   warmup W          linear warmup of every parameter over W steps (--warmups, default 5, 20, 100)
 // The columns: how many seeds trained / got stuck / diverged (warmup's verdicts,
@@ -73,7 +77,8 @@ struct CausesOptions {
   std::size_t window = 10;              // the last steps the end-of-run measures are averaged over
   std::vector<std::size_t> warmups = {5, 20, 100};
   std::size_t hold = 20;                // the hold row's N
-  double beta2 = 0.999;                 // the beta2 row's beta2
+  double beta2 = 0.999;                 // the beta2 rows' beta2
+  double sgd_lr = 0.3;                  // the SGD rows' learning rate
   double clamp = 1.0;                   // the clamp row's C
   double branch_scale = 4.0;            // the scale row's K
   std::size_t control_steps = 100;      // N of the clamp and scale rows
@@ -92,6 +97,7 @@ enum class GroupAct { none, warmup, freeze, reset };
 struct Variant {
   std::string name;
   std::size_t warmup = 0;  // every parameter's linear warmup
+  double lr = 0.0;         // the row's own learning rate (the SGD rows); 0: --lr
   OptimizerSetup optimizer{};
   GroupAct act = GroupAct::none;
   std::string group{};          // the group it acts on ("adam": the optimizer's moments, for reset)
@@ -132,6 +138,15 @@ std::vector<Variant> variants(const CausesOptions& o, const std::vector<std::str
   Variant radam{.name = "radam"};
   radam.optimizer.optimizer = "radam";
   v.push_back(radam);
+  radam.name = "radam beta2 " + label(o.beta2);
+  radam.optimizer.beta2 = o.beta2;
+  v.push_back(radam);
+  for (const std::string intervene : {"none", "ln-undo-gain"}) {
+    Variant sgd{.name = "sgd lr " + label(o.sgd_lr) + (intervene == "none" ? "" : " + " + intervene), .lr = o.sgd_lr};
+    sgd.optimizer.optimizer = "sgd";
+    sgd.optimizer.intervene = {intervene};
+    v.push_back(sgd);
+  }
   Variant hold{.name = "hold " + std::to_string(o.hold)};
   hold.optimizer.hold = o.hold;
   v.push_back(hold);
@@ -259,7 +274,8 @@ CausesRun run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, 
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
   const std::unique_ptr<nn::Optimizer> optimizer = variant.optimizer.make(model);
-  const nn::Schedule schedule = variant.optimizer.with_hold({nn::ScheduleKind::warmup, o.lr, variant.warmup, o.steps, 0.1});
+  const double lr = variant.lr > 0 ? variant.lr : o.lr;
+  const nn::Schedule schedule = variant.optimizer.with_hold({nn::ScheduleKind::warmup, lr, variant.warmup, o.steps, 0.1});
   std::vector<Array> initial;
   for (const nn::NamedParameter& p : optimizer->parameters()) initial.push_back(p.parameter.value());
   Tape& tape = Tape::current();
@@ -428,7 +444,7 @@ int main(int argc, char** argv) {
                 "backward-pass intervention, a clamp or scale of the branches, a warmup of one parameter group, "
                 "oversized first steps, a reset, Adam's beta2, RAdam, a hold, a warmup -- and trains every seed "
                 "again; counts of trained/stuck/diverged and of seeds that beat a run with frozen blocks, the "
-                "final held-out loss, and the gradient and update measures. Default: 2 placements x 26 rows x 5 "
+                "final held-out loss, and the gradient and update measures. Default: 2 placements x 30 rows x 5 "
                 "seeds x 300 steps.",
                 "out/causes");
   ex.model = stability_model();
@@ -443,7 +459,8 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--rows", o.rows, "the rows to run, by their names as the table prints them (comma-separated; default all)");
   add_flag(ex.app, "--warmups", o.warmups, "the warmup rows' lengths W (comma-separated)");
   add_flag(ex.app, "--hold", o.hold, "the hold row's N: steps at lr 0 that update Adam's moments");
-  add_flag(ex.app, "--adam-beta2", o.beta2, "the beta2 row's Adam beta2 (every other row: 0.98)");
+  add_flag(ex.app, "--adam-beta2", o.beta2, "the beta2 rows' beta2, of Adam and of RAdam (every other row: 0.98)");
+  add_flag(ex.app, "--sgd-lr", o.sgd_lr, "the SGD rows' learning rate (SGD with momentum 0.9, constant)");
   add_flag(ex.app, "--clamp", o.clamp, "the clamp row's C: each branch at most C times its skip's RMS");
   add_flag(ex.app, "--branch-scale", o.branch_scale, "the scale row's K: each branch times K");
   add_flag(ex.app, "--control-steps", o.control_steps, "the clamp and scale rows' N: the first steps they act on");

@@ -133,6 +133,7 @@ const std::vector<std::pair<std::string, Range>>& table() {
       {"--boost", real_above(0)},
       {"--boost-steps", whole(0)},
       {"--reset-step", whole(0)},
+      {"--sgd-lr", real_above(0)},
       {"--z-coef", real_above(0)},
   };
   return rows;
