@@ -444,7 +444,7 @@ int main(int argc, char** argv) {
                 "backward-pass intervention, a clamp or scale of the branches, a warmup of one parameter group, "
                 "oversized first steps, a reset, Adam's beta2, RAdam, a hold, a warmup -- and trains every seed "
                 "again; counts of trained/stuck/diverged and of seeds that beat a run with frozen blocks, the "
-                "final held-out loss, and the gradient and update measures. Default: 2 placements x 30 rows x 5 "
+                "final held-out loss, and the gradient and update measures. Default: 2 placements x 29 rows x 5 "
                 "seeds x 300 steps.",
                 "out/causes");
   ex.model = stability_model();

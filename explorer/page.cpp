@@ -63,7 +63,7 @@ std::string script_safe(const std::string& json) {
   return out;
 }
 
-// The answer block of docs/pre-vs-post-ln.md as HTML: its <!--= ... --> ties (scripts/check-findings)
+// The answer block of docs/why-pre-ln.md as HTML: its <!--= ... --> ties (scripts/check-findings)
 // dropped, the rest escaped, **bold** and `code` marked up (one paragraph).
 std::string answer_html(const std::string& markdown) {
   std::string text;
