@@ -36,6 +36,7 @@
 //                   after update t) and its linear prediction g . d (g the gradient of that batch's loss
 //                   at W, before clipping; d the update taken); actual/predicted near 1: the loss is
 //                   locally linear over the step; far from 1 or negative: the step left that region
+//                   (with --intervene, g is the altered backward's, not the loss's gradient)
 //   token share     of the head input (ln_f's output, or the last block's output without ln_f) on the
 //                   probe batch, before update t: between-token-group variance over total variance,
 //                   summed over the model dimension (1: a function of the input token alone)
@@ -178,8 +179,7 @@ DynamicsRun run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, co
     r.update_ratio = update_ratios(weights_before, model);
     if (rec) rec->record_update(step);
     measure_update(model, batch, weights_before, grads, loss_before, starts, r);
-    r.lr = u.lr;
-    r.grad_norm = u.grad_norm;
+    r.lr = u.lr, r.grad_norm = u.grad_norm;
     ProbePass after = probe_pass(model, probe);
     r.output_move = rms(after.logits - before.logits);
     if (rec) {
@@ -502,13 +502,13 @@ void plots(const Runs& runs, const Corpus& corpus, const ModelOptions& mo, const
 
 // ---- the early window ----
 
-// f at step t (1-based), the mean over the seeds whose run got that far and where f is not NaN.
-std::string seed_mean(const std::vector<DynamicsRun>& traces, std::size_t t, const Field& f) {
+// f at step t (1-based), the mean over the seeds whose run got that far and where f is finite; NaN if none.
+double seed_mean(const std::vector<DynamicsRun>& traces, std::size_t t, const Field& f) {
   double sum = 0.0;
   std::size_t n = 0;
   for (const DynamicsRun& run : traces)
-    if (t <= run.steps.size() && !std::isnan(f(run.steps[t - 1]))) sum += f(run.steps[t - 1]), ++n;
-  return n ? fmt(sum / static_cast<double>(n), 3) : "-";
+    if (t <= run.steps.size() && std::isfinite(f(run.steps[t - 1]))) sum += f(run.steps[t - 1]), ++n;
+  return n ? sum / static_cast<double>(n) : NAN;
 }
 
 // The printed steps: 1, 2, 3, 5, 10, 20, 30, 50, 100, ... up to e, and e.
@@ -534,7 +534,7 @@ void early_window_table(const Runs& runs, const Corpus& corpus, const ModelOptio
   for (const auto& [k, tr] : runs)
     for (std::size_t t = 1; t <= e; ++t) {
       std::vector<std::string> row = {run_label(k), std::to_string(t)};
-      for (const Field& f : fields) row.push_back(seed_mean(tr, t, f));
+      for (const Field& f : fields) row.push_back(std::isnan(seed_mean(tr, t, f)) ? "-" : fmt(seed_mean(tr, t, f), 3));
       if (std::find(shown.begin(), shown.end(), t) != shown.end()) printed.add_row(row);
       every.add_row(row);
     }
@@ -550,8 +550,8 @@ void early_window_table(const Runs& runs, const Corpus& corpus, const ModelOptio
   every.write_csv(dir / "early_window.csv");
 }
 
-// Against the step on a log axis (the early window spread out): the largest spectral update ratio over
-// the blocks, the token share, and actual/predicted loss change, per run.
+// Against the step on a log axis (the early window spread out), the mean over the seeds per run: the
+// largest spectral update ratio over the blocks, the token share, and actual/predicted loss change.
 void early_plots(const Runs& runs, const std::filesystem::path& dir) {
   const std::vector<std::tuple<Field, std::string, std::string, bool, std::string>> plots = {
       {spectral_max, "spectral update ratio ||dW||_2/||W||_2, max over the blocks' attention and MLP",
@@ -563,10 +563,15 @@ void early_plots(const Runs& runs, const std::filesystem::path& dir) {
   for (const auto& [f, title, ylabel, log_y, name] : plots) {
     Plot plot{title, "step (log scale)", ylabel, true, log_y, {}};
     for (const auto& [k, tr] : runs) {
-      Series s = mean_curve(tr, f, run_label(k));
-      if (!s.x.empty() && !std::isnan(s.y.front())) plot.series.push_back(std::move(s));
+      Series s{run_label(k), {}, {}, {}};  // the steps where the seeds' mean is finite (and > 0 on a log axis)
+      std::size_t len = 0;
+      for (const DynamicsRun& run : tr) len = std::max(len, run.steps.size());
+      for (std::size_t t = 1; t <= len; ++t) {
+        const double y = seed_mean(tr, t, f);
+        if (std::isfinite(y) && (!log_y || y > 0)) s.x.push_back(static_cast<double>(t)), s.y.push_back(y);
+      }
+      if (!s.x.empty()) plot.series.push_back(std::move(s));
     }
-    if (log_y) drop_nonpositive(plot.series);
     if (!plot.series.empty()) draw(plot, dir, name);
   }
 }
