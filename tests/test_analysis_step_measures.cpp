@@ -8,6 +8,7 @@
 #include "check.hpp"
 #include "engine/engine.hpp"
 #include "analysis/step_measures.hpp"
+#include "nn/optim.hpp"
 
 using namespace gs;
 using namespace gs::analysis;
@@ -194,6 +195,39 @@ TEST_CASE("spectral_update_ratios: max over each block's attention and MLP matri
   REQUIRE(spectral_update_ratios(before, model, &starts)[3] == Approx(expected).epsilon(1e-5));
   REQUIRE(spectral_update_ratios(before, model, &starts)[3] == Approx(expected).epsilon(1e-5));  // warm
   REQUIRE(starts.size() == 2 * 6);  // every 2-D matrix of the blocks: q, k, v, o, fc1, fc2 per block
+}
+
+TEST_CASE("spectral_update_ratios warm-started from step to step, as dynamics calls it, against cold starts",
+          "[step_measures]") {
+  nn::TransformerLM model = tiny("post");
+  const nn::Batch batch = batch_of(2, 6);
+  const std::unique_ptr<nn::Optimizer> adam = nn::make_optimizer("adam", model.named_parameters(), 0.0, 0.9, 0.98, 1e-8);
+  SpectralStarts starts;
+  for (int step = 0; step < 8; ++step) {
+    Tape::current().reset();
+    model.zero_grad();
+    model.loss(batch.inputs, batch.targets).backward();
+    const std::vector<Array> before = parameter_values(model);
+    adam->step(1e-2);
+    const std::vector<double> warm = spectral_update_ratios(before, model, &starts);
+    // Cold, to a far tighter tolerance: the max over each group's matrices, by hand.
+    std::vector<double> cold(4, 0.0);
+    std::size_t i = 0;
+    for (const nn::NamedParameter& p : model.named_parameters()) {
+      const std::string& n = p.name;
+      if (n.rfind("blocks.", 0) == 0 && before[i].dimension() == 2) {
+        const std::size_t g = 2 * std::stoul(n.substr(7)) + (n.find(".mlp.") != std::string::npos ? 1 : 0);
+        const double dw = spectral_norm(Array(p.parameter.value() - before[i]), 1e-14, 20000);
+        cold[g] = std::max(cold[g], dw / spectral_norm(before[i], 1e-14, 20000));
+      }
+      ++i;
+    }
+    for (std::size_t g = 0; g < 4; ++g) {
+      INFO("step " << step << " group " << g);
+      REQUIRE(cold[g] > 0.0);
+      REQUIRE(warm[g] == Approx(cold[g]).epsilon(1e-5));  // tol 1e-6 per iteration: about 1e-6 off
+    }
+  }
 }
 
 TEST_CASE("linear_change: g . d against a central finite difference of the loss along d", "[step_measures]") {
