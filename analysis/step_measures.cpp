@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <stdexcept>
 
 #include "engine/tools/inspect.hpp"
 #include "analysis/stream_split.hpp"
@@ -155,6 +157,156 @@ Array probe_logits(nn::TransformerLM& model, const nn::Batch& probe) {
   Array logits = model.logits(probe.inputs).value();
   tape.reset();
   return logits;
+}
+
+// ---- the early window ----
+
+double spectral_norm(const Array& a, double tol, std::size_t max_iterations) {
+  std::vector<double> start;
+  return spectral_norm(a, start, tol, max_iterations);
+}
+
+double spectral_norm(const Array& a, std::vector<double>& v, double tol, std::size_t max_iterations) {
+  if (a.dimension() != 2) throw std::invalid_argument("spectral_norm: needs a 2-D array");
+  const std::size_t m = a.shape(0), n = a.shape(1);
+  const Array A = a;  // contiguous, row-major
+  const double* p = A.data();
+  if (std::all_of(p, p + A.size(), [](double x) { return x == 0.0; })) return 0.0;
+  // The fixed v0: all entries different and positive (a start orthogonal to the top right singular
+  // vector would need an exact cancellation), normalised below.
+  if (v.size() != n) {
+    v.resize(n);
+    for (std::size_t j = 0; j < n; ++j) v[j] = 1.0 + std::fmod(0.6180339887498949 * static_cast<double>(j + 1), 1.0);
+  }
+  std::vector<double> u(m);
+  double sigma = 0.0;
+  for (std::size_t it = 0; it < max_iterations; ++it) {
+    double vv = 0.0;
+    for (double x : v) vv += x * x;
+    for (double& x : v) x /= std::sqrt(vv);
+    for (std::size_t i = 0; i < m; ++i) {  // u = A v
+      double s = 0.0;
+      for (std::size_t j = 0; j < n; ++j) s += p[i * n + j] * v[j];
+      u[i] = s;
+    }
+    std::fill(v.begin(), v.end(), 0.0);  // v = A^T u
+    double uu = 0.0;
+    for (std::size_t i = 0; i < m; ++i) {
+      uu += u[i] * u[i];
+      for (std::size_t j = 0; j < n; ++j) v[j] += p[i * n + j] * u[i];
+    }
+    double ww = 0.0;
+    for (double x : v) ww += x * x;
+    if (uu == 0.0) return 0.0;  // v0 in A's null space: not reached for a nonzero A in practice
+    // |A^T A v| / |A v| for the unit v: between |A v| and sigma_max, and rising with the iterations.
+    const double next = std::sqrt(ww / uu);
+    if (it > 0 && std::abs(next - sigma) <= tol * next) return next;
+    sigma = next;
+  }
+  return sigma;
+}
+
+std::vector<std::string> spectral_group_names(std::size_t layers) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < layers; ++i)
+    for (const char* part : {".attn", ".mlp"}) {
+      std::string name = "b";
+      name += std::to_string(i);
+      name += part;
+      names.push_back(name);
+    }
+  return names;
+}
+
+std::vector<double> spectral_update_ratios(const std::vector<Array>& before, const nn::TransformerLM& model,
+                                           SpectralStarts* starts) {
+  const std::size_t L = model.config.layers;
+  std::vector<double> ratios(2 * L, NAN);
+  const std::vector<nn::NamedParameter> params = model.named_parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const std::size_t layer = layer_group(params[i].name, L), part = (update_group(params[i].name, L) + 2) % 3;
+    if (layer == 0 || layer > L || part == 2 || before.at(i).dimension() != 2) continue;  // part: 0 attn, 1 mlp, 2 rest
+    std::vector<double> fresh_w, fresh_d;
+    std::vector<double>& start_w = starts ? (*starts)[params[i].name].first : fresh_w;
+    std::vector<double>& start_d = starts ? (*starts)[params[i].name].second : fresh_d;
+    const double w = spectral_norm(before[i], start_w);
+    const double r = w > 0 ? spectral_norm(Array(params[i].parameter.value() - before[i]), start_d) / w : NAN;
+    double& g = ratios[2 * (layer - 1) + part];
+    g = std::isnan(g) ? r : std::max(g, r);
+  }
+  return ratios;
+}
+
+std::vector<Array> parameter_grads(const nn::TransformerLM& model) {
+  std::vector<Array> grads;
+  for (const nn::NamedParameter& p : model.named_parameters()) grads.push_back(p.parameter.grad());
+  return grads;
+}
+
+double linear_change(const std::vector<Array>& grads, const std::vector<Array>& before, const nn::TransformerLM& model) {
+  const std::vector<nn::NamedParameter> params = model.named_parameters();
+  double sum = 0.0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Array& now = params[i].parameter.value();
+    const Array& g = grads.at(i);
+    for (std::size_t j = 0; j < now.size(); ++j) sum += g.flat(j) * (now.flat(j) - before.at(i).flat(j));
+  }
+  return sum;
+}
+
+double last_loss(const nn::TransformerLM& model) {
+  double loss = model.last.ce.value()();
+  if (model.z_loss == 0.0) return loss;
+  const Array& log_z = model.last.log_z.value();  // (B, T)
+  double sq = 0.0;
+  for (double z : log_z) sq += z * z;
+  return loss + model.z_loss * sq / static_cast<double>(log_z.size());
+}
+
+double loss_now(nn::TransformerLM& model, const nn::Batch& batch) {
+  Tape& tape = Tape::current();
+  NoGradScope no_grad(tape);
+  tape.reset();
+  model.loss(batch.inputs, batch.targets);
+  const double loss = last_loss(model);
+  tape.reset();
+  return loss;
+}
+
+const Array& head_input(const nn::TransformerLM& model) {
+  return model.has_final_norm() ? model.last.final_norm.value() : model.blocks.back()->last.out.value();
+}
+
+double token_share(const Array& h, const IndexArray& ids) {
+  const std::size_t C = h.shape(h.dimension() - 1), N = h.size() / C;
+  if (ids.size() != N) throw std::invalid_argument("token_share: ids must have one token per row of h");
+  std::vector<double> mean(C, 0.0);
+  std::map<std::int64_t, std::pair<std::size_t, std::vector<double>>> groups;  // token -> (n_k, sum of its rows)
+  for (std::size_t n = 0; n < N; ++n) {
+    auto& [count, sum] = groups[ids.flat(n)];
+    if (sum.empty()) sum.assign(C, 0.0);
+    ++count;
+    for (std::size_t c = 0; c < C; ++c) sum[c] += h.flat(n * C + c), mean[c] += h.flat(n * C + c);
+  }
+  for (double& m : mean) m /= static_cast<double>(N);
+  double total = 0.0, between = 0.0;
+  for (std::size_t n = 0; n < N; ++n)
+    for (std::size_t c = 0; c < C; ++c) total += std::pow(h.flat(n * C + c) - mean[c], 2);
+  for (const auto& [token, group] : groups)
+    for (std::size_t c = 0; c < C; ++c)
+      between += static_cast<double>(group.first) * std::pow(group.second[c] / static_cast<double>(group.first) - mean[c], 2);
+  return total > 0 ? between / total : NAN;
+}
+
+ProbePass probe_pass(nn::TransformerLM& model, const nn::Batch& probe) {
+  Tape& tape = Tape::current();
+  NoGradScope no_grad(tape);
+  tape.reset();
+  ProbePass pass;
+  pass.logits = model.logits(probe.inputs).value();
+  pass.token_share = token_share(head_input(model), probe.inputs);
+  tape.reset();
+  return pass;
 }
 
 // |dL/dx| of the part of x's gradient that came back through the norm alone: in pre and peri the

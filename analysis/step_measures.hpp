@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,58 @@ struct OutputLogits {
 };
 OutputLogits output_logits(const nn::TransformerLM& model);
 
+// ---- the early window: how far one update reaches (dynamics' early-window table) ----
+
+// The largest singular value ||A||_2 of a 2-D array (m, n), by power iteration on A^T A:
+// v <- A^T A v / |A^T A v|, with the estimate |A^T A v| / |A v| for the unit v (between |A v| and
+// sigma_max, rising to sigma_max). Stops when the estimate changes by less than tol times itself
+// between iterations, or after max_iterations; 0 for a zero matrix. Starts from `start` when it has n
+// entries (a warm start: the last call's vector for a matrix that has changed little), else from a
+// fixed vector; leaves the last v in it.
+double spectral_norm(const Array& a, std::vector<double>& start, double tol = 1e-6, std::size_t max_iterations = 200);
+double spectral_norm(const Array& a, double tol = 1e-6, std::size_t max_iterations = 200);  // from the fixed vector
+
+// Spectral groups: 2i the 2-D weights of block i's attention (q, k, v, o), 2i + 1 those of its MLP
+// (fc1, fc2).
+std::vector<std::string> spectral_group_names(std::size_t layers);  // "b0.attn", "b0.mlp", "b1.attn", ...
+// Per spectral group, the max over its 2-D matrices W of ||W_now - W_before||_2 / ||W_before||_2, the
+// update measured in the operator norm that bounds how much it can change a layer's output for a
+// given input: |dW x| <= ||dW||_2 |x|. `before` as for update_ratios; NaN for a group without a matrix.
+// With `starts`, each matrix's power iterations (of W and of dW) start where the last call's ended:
+// W changes little from one step to the next, and dW too under a momentum optimizer.
+using SpectralStarts = std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>;  // name -> (W, dW)
+std::vector<double> spectral_update_ratios(const std::vector<Array>& before, const nn::TransformerLM& model,
+                                           SpectralStarts* starts = nullptr);
+
+// The gradient of every parameter, in named_parameters() order (the g of linear_change).
+std::vector<Array> parameter_grads(const nn::TransformerLM& model);
+// The first-order prediction of the loss change of the step taken since `before`:
+//   dL_lin = sum over parameters of g . d,  d = W_now - W_before,
+// g the gradient at W_before (parameter_grads before the update). L(W + d) = L(W) + g . d + O(|d|^2).
+double linear_change(const std::vector<Array>& grads, const std::vector<Array>& before, const nn::TransformerLM& model);
+// The loss TransformerLM::loss trains (CE, plus z_loss * mean (log Z)^2 when z_loss > 0) on `batch`,
+// with the model as it is now (no gradient; resets the current tape).
+double loss_now(nn::TransformerLM& model, const nn::Batch& batch);
+// The same loss, read from the last forward's trace (model.last) without another pass.
+double last_loss(const nn::TransformerLM& model);
+
+// What enters the head in the last forward (B, T, C): ln_f's output where the model has ln_f, else the
+// last block's output (the top of the stream in post and deepnorm).
+const Array& head_input(const nn::TransformerLM& model);
+// The share of the variance of h (B, T, C) that the token at the same position explains: with the N = BT
+// positions grouped by their token k (n_k positions, group mean m_k, overall mean m, both over C),
+//   share = sum_k n_k |m_k - m|^2 / sum_n |h_n - m|^2   (between-token over total, summed over C).
+// 1 when h is a function of the token alone; about (K - 1) / (N - 1) (K tokens present) when h does not
+// depend on the token; NaN when the total is 0 (h constant).
+double token_share(const Array& h, const IndexArray& ids);
+
+// The logits on the probe batch (probe_logits) and the token share of its head input.
+struct ProbePass {
+  Array logits;
+  double token_share = NAN;
+};
+ProbePass probe_pass(nn::TransformerLM& model, const nn::Batch& probe);
+
 struct StepRecord {
   double loss = NAN, lr = NAN, grad_norm = NAN, output_move = NAN;
   std::vector<double> layer_grad;    // [emb, block 0..L-1, out]
@@ -68,6 +121,11 @@ struct StepRecord {
   std::vector<double> att_entropy;   // per block and head, of this step's forward pass
   std::vector<double> att_logit_max; // per block and head, of this step's forward pass
   double log_z_mean = NAN, log_z_max = NAN, logit_rms = NAN;  // output_logits of this step's forward pass
+  // Filled by the caller, not read_tape:
+  std::vector<double> spectral_ratio;  // per spectral group: ||dW||_2 / ||W||_2 of this step's update
+  double loss_change = NAN;  // L(W + d) - L(W) on this step's training batch, d this step's update
+  double loss_linear = NAN;  // linear_change: g . d, its first-order prediction
+  double token_share = NAN;  // token_share of the head input on the probe batch, before update t
 };
 
 // |dL/dx| of the part of x's gradient that came back through the norm alone (needs keep_contributions).

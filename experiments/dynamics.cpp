@@ -29,6 +29,17 @@
 //                   the same forward pass (steps.csv; the plot att_logit_max shows the max over heads)
 //   log Z, logit RMS  of the output logits of the same forward pass: the mean and max over positions of
 //                   log Z = logsumexp of the logits, and their RMS (steps.csv; plots log_z and logit_rms)
+// and, for the early-window table (steps 1..--early-window; steps.csv has every step):
+//   spectral ratio  ||W after update t - W before||_2 / ||W before||_2 (largest singular values, by power
+//                   iteration), the max over the 2-D weights of each block's attention and of its MLP
+//   loss change     actual dL = L(W + d) - L(W) on step t's own training batch (one more forward pass
+//                   after update t) and its linear prediction g . d (g the gradient of that batch's loss
+//                   at W, before clipping; d the update taken); actual/predicted near 1: the loss is
+//                   locally linear over the step; far from 1 or negative: the step left that region
+//                   (with --intervene, g is the altered backward's, not the loss's gradient)
+//   token share     of the head input (ln_f's output, or the last block's output without ln_f) on the
+//                   probe batch, before update t: between-token-group variance over total variance,
+//                   summed over the model dimension (1: a function of the input token alone)
 //
 // The defaults are the warmup grid's model and corpus (6 layers, d 32, the Markov corpus, Adam(0.9, 0.98))
 // at lr 1e-2: in warmup's default grid the smallest learning rate at which Post-LN without warmup ends
@@ -64,6 +75,7 @@ struct DynamicsOptions {
   double lr = 1e-2;
   std::size_t steps = 300;
   std::size_t early = 10;  // link (1): the "first steps" window
+  std::size_t early_window = 30;  // the early-window table: steps 1..early_window
   std::size_t eval_batches = 20;
   double clip = 0.0;
   double margin = 0.05;
@@ -101,6 +113,10 @@ Record to_record(const DynamicsRun& run) {
       r.push(name, x);
     put("grad", s.layer_grad), put("ln_rms", s.ln_rms), put("ln_gain", s.ln_gain), put("update", s.update_ratio);
     put("att_entropy", s.att_entropy), put("att_logit_max", s.att_logit_max);
+    put("spectral", s.spectral_ratio);
+    for (const auto& [name, x] : {std::pair<const char*, double>{"loss_change", s.loss_change},
+                                  {"loss_linear", s.loss_linear}, {"token_share", s.token_share}})
+      r.push(name, x);
   }
   r.set("final_loss", run.final_loss);
   r.set("verdict", static_cast<double>(run.verdict));
@@ -119,8 +135,19 @@ void from_record(const Record& r, DynamicsRun& run) {
     s.loss = get("loss"), s.lr = get("lr"), s.grad_norm = get("grad_norm"), s.output_move = get("output_move");
     s.log_z_mean = get("log_z_mean"), s.log_z_max = get("log_z_max"), s.logit_rms = get("logit_rms");
     sites("grad", s.layer_grad), sites("ln_rms", s.ln_rms), sites("ln_gain", s.ln_gain), sites("update", s.update_ratio);
-    sites("att_entropy", s.att_entropy), sites("att_logit_max", s.att_logit_max);
+    sites("att_entropy", s.att_entropy), sites("att_logit_max", s.att_logit_max), sites("spectral", s.spectral_ratio);
+    s.loss_change = get("loss_change"), s.loss_linear = get("loss_linear"), s.token_share = get("token_share");
   }
+}
+
+// The early-window measures of the update just taken (d = W now - W before): its spectral size per
+// block, and the loss change on the step's own batch, L(W + d) - L(W) (one more forward pass), against
+// the linear prediction g . d.
+void measure_update(nn::TransformerLM& model, const nn::Batch& batch, const std::vector<Array>& before,
+                    const std::vector<Array>& grads, double loss_before, SpectralStarts& starts, StepRecord& r) {
+  r.spectral_ratio = spectral_update_ratios(before, model, &starts);
+  r.loss_linear = linear_change(grads, before, model);
+  r.loss_change = loss_now(model, batch) - loss_before;
 }
 
 // One run. With --html, the first seed's run is recorded for the explorer page.
@@ -134,23 +161,27 @@ DynamicsRun run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, co
   std::mt19937_64 probe_rng = rng_for(m.seed, 0, RngPurpose::probe);
   const nn::Batch probe = corpus.data.batch(nn::Split::validation, m.batch, m.seq, probe_rng);
   Tape::current().keep_contributions = true;  // for through_norm (this thread's tape)
-  Array before = probe_logits(model, probe);
+  ProbePass before = probe_pass(model, probe);
   std::vector<StepRecord> steps;
+  SpectralStarts starts;  // warm starts of the power iterations, from one step to the next
   for (std::size_t step = 0; step < o.steps; ++step) {
     stop_if_requested(step);  // SIGINT/SIGTERM: stop between steps (interrupt.hpp)
     StepRecord r;
-    r.loss = forward_backward(model, training_batch(corpus.data, m.batch, m.seq, m.seed, step));
+    const nn::Batch batch = training_batch(corpus.data, m.batch, m.seq, m.seed, step);
+    r.loss = forward_backward(model, batch);
     if (!std::isfinite(r.loss)) break;
     read_tape(model, r);
+    r.token_share = before.token_share;
+    const double loss_before = last_loss(model);
     if (rec) rec->record_pass(step, Tape::current(), r.loss);
-    const std::vector<Array> weights_before = parameter_values(model);
+    const std::vector<Array> weights_before = parameter_values(model), grads = parameter_grads(model);
     const Update u = apply_update(*optimizer, schedule, step, o.clip);
     r.update_ratio = update_ratios(weights_before, model);
     if (rec) rec->record_update(step);
-    r.lr = u.lr;
-    r.grad_norm = u.grad_norm;
-    Array after = probe_logits(model, probe);
-    r.output_move = rms(after - before);
+    measure_update(model, batch, weights_before, grads, loss_before, starts, r);
+    r.lr = u.lr, r.grad_norm = u.grad_norm;
+    ProbePass after = probe_pass(model, probe);
+    r.output_move = rms(after.logits - before.logits);
     if (rec) {
       rec->run().declare_chart({"output_move", "output move", "RMS over the probe batch of logits after the update "
                                 "minus logits before it (dynamics' link 1).", "RMS", true});
@@ -215,6 +246,25 @@ const Field att_logit_max = [](const StepRecord& r) {
   return r.att_logit_max.empty() ? NAN : *std::max_element(r.att_logit_max.begin(), r.att_logit_max.end());
 };
 const Field log_z_mean = [](const StepRecord& r) { return r.log_z_mean; };
+// The early window's fields. Block i's relative update and spectral ratio: the max over its attention
+// and its MLP (update_ratio groups 1 + 3i, 2 + 3i; spectral_ratio groups 2i, 2i + 1).
+Field block_update(std::size_t i) {
+  return [i](const StepRecord& r) { return std::max(r.update_ratio.at(1 + 3 * i), r.update_ratio.at(2 + 3 * i)); };
+}
+Field block_spectral(std::size_t i) {
+  return [i](const StepRecord& r) {
+    return r.spectral_ratio.empty() ? NAN : std::max(r.spectral_ratio.at(2 * i), r.spectral_ratio.at(2 * i + 1));
+  };
+}
+const Field spectral_max = [](const StepRecord& r) {
+  return r.spectral_ratio.empty() ? NAN : *std::max_element(r.spectral_ratio.begin(), r.spectral_ratio.end());
+};
+// actual / predicted loss change of the step: 1 where the loss is linear over it
+const Field loss_ratio = [](const StepRecord& r) { return r.loss_change / r.loss_linear; };
+const Field token_share_of = [](const StepRecord& r) { return r.token_share; };
+const Field att_entropy_min = [](const StepRecord& r) {
+  return r.att_entropy.empty() ? NAN : *std::min_element(r.att_entropy.begin(), r.att_entropy.end());
+};
 const Field logit_rms = [](const StepRecord& r) { return r.logit_rms; };
 
 // A number from one seed's run; NaN where the run did not get far enough.
@@ -401,6 +451,9 @@ void write_steps_csv(const Runs& runs, const ModelOptions& mo, unsigned seed0, c
     for (std::size_t h = 0; h < mo.heads; ++h)
       cols.push_back("att_logit_max_b" + std::to_string(b) + "h" + std::to_string(h));
   for (const char* c : {"log_z_mean", "log_z_max", "logit_rms"}) cols.push_back(c);
+  for (const std::string& n : spectral_group_names(mo.layers)) cols.push_back("spectral_ratio_" + n);
+  // loss_change = L(W + d) - L(W) on the step's batch, loss_linear = g . d, loss_ratio = their ratio
+  for (const char* c : {"loss_change", "loss_linear", "loss_ratio", "token_share"}) cols.push_back(c);
   Table t(cols);
   for (const auto& [k, tr] : runs)
     for (std::size_t s = 0; s < tr.size(); ++s)
@@ -416,6 +469,8 @@ void write_steps_csv(const Runs& runs, const ModelOptions& mo, unsigned seed0, c
         for (double e : r.att_entropy) row.push_back(fmt(e, 7));
         for (double a : r.att_logit_max) row.push_back(fmt(a, 7));
         for (double x : {r.log_z_mean, r.log_z_max, r.logit_rms}) row.push_back(fmt(x, 7));
+        for (double x : r.spectral_ratio) row.push_back(fmt(x, 7));
+        for (double x : {r.loss_change, r.loss_linear, loss_ratio(r), r.token_share}) row.push_back(fmt(x, 7));
         t.add_row(row);
       }
   t.write_csv(dir / "steps.csv");
@@ -443,6 +498,82 @@ void plots(const Runs& runs, const Corpus& corpus, const ModelOptions& mo, const
   draw_runs(runs, ln_gain, "LN gain |dL/d in|/|dL/d out| and 1/RMS(input), mean over the LNs",
             "gain (log scale)", true, dir, "ln_gain", predicted);
   for (const auto& [k, tr] : runs) draw_per_run(k, tr, mo.layers, ln_names_of(mo, k.placement), dir);
+}
+
+// ---- the early window ----
+
+// f at step t (1-based), the mean over the seeds whose run got that far and where f is finite; NaN if none.
+double seed_mean(const std::vector<DynamicsRun>& traces, std::size_t t, const Field& f) {
+  double sum = 0.0;
+  std::size_t n = 0;
+  for (const DynamicsRun& run : traces)
+    if (t <= run.steps.size() && std::isfinite(f(run.steps[t - 1]))) sum += f(run.steps[t - 1]), ++n;
+  return n ? sum / static_cast<double>(n) : NAN;
+}
+
+// The printed steps: 1, 2, 3, 5, 10, 20, 30, 50, 100, ... up to e, and e.
+std::vector<std::size_t> shown_steps(std::size_t e) {
+  std::vector<std::size_t> shown;
+  for (std::size_t decade = 1; decade <= e; decade *= 10)
+    for (std::size_t m : {1, 2, 3, 5})
+      if (m * decade <= e) shown.push_back(m * decade);
+  if (e > 0 && shown.back() != e) shown.push_back(e);
+  return shown;
+}
+
+// A row per run and step 1..--early-window (printed at shown_steps, every step in early_window.csv).
+void early_window_table(const Runs& runs, const Corpus& corpus, const ModelOptions& mo, const DynamicsOptions& o,
+                        const std::filesystem::path& dir) {
+  const std::size_t e = std::min(o.early_window, o.steps), top = mo.layers - 1;
+  const std::vector<std::string> cols = {"run", "step", "loss", "upd b0", "upd top", "spec b0", "spec top",
+                                         "dL/lin", "LN-in RMS", "token share", "min att H"};
+  const std::vector<Field> fields = {train_loss, block_update(0), block_update(top), block_spectral(0),
+                                     block_spectral(top), loss_ratio, ln_rms, token_share_of, att_entropy_min};
+  const std::vector<std::size_t> shown = shown_steps(e);
+  Table printed(cols), every(cols);
+  for (const auto& [k, tr] : runs)
+    for (std::size_t t = 1; t <= e; ++t) {
+      std::vector<std::string> row = {run_label(k), std::to_string(t)};
+      for (const Field& f : fields) row.push_back(std::isnan(seed_mean(tr, t, f)) ? "-" : fmt(seed_mean(tr, t, f), 3));
+      if (std::find(shown.begin(), shown.end(), t) != shown.end()) printed.add_row(row);
+      every.add_row(row);
+    }
+  const double chance = static_cast<double>(corpus.data.vocab() - 1) / static_cast<double>(mo.batch * mo.seq - 1);
+  std::printf(
+      "\nearly window, steps 1-%zu, mean over the seeds: upd = |dW|/|W| (Frobenius), spec = ||dW||_2/||W||_2 (largest "
+      "singular values), each the max over the block's attention and MLP, for block 0 and the top block; "
+      "dL/lin = (L(W + d) - L(W)) / (g . d) on the step's batch (1: the loss is linear over the step); LN-in RMS "
+      "(mean over the LNs); token share of the head input's variance on the probe batch (a representation that "
+      "ignores the token scores about (K - 1)/(N - 1) <= %s); min att H: the lowest attention entropy over the heads "
+      "(nats)\n\n%s",
+      e, fmt(chance, 3).c_str(), printed.to_text().c_str());
+  every.write_csv(dir / "early_window.csv");
+}
+
+// Against the step on a log axis (the early window spread out), the mean over the seeds per run: the
+// largest spectral update ratio over the blocks, the token share, and actual/predicted loss change.
+void early_plots(const Runs& runs, const std::filesystem::path& dir) {
+  const std::vector<std::tuple<Field, std::string, std::string, bool, std::string>> plots = {
+      {spectral_max, "spectral update ratio ||dW||_2/||W||_2, max over the blocks' attention and MLP",
+       "ratio (log scale)", true, "spectral_ratio"},
+      {token_share_of, "share of the head input's variance explained by the input token (probe batch)",
+       "share", false, "token_share"},
+      {loss_ratio, "actual / linear-predicted loss change of each update, on its batch", "ratio", false,
+       "loss_ratio"}};
+  for (const auto& [f, title, ylabel, log_y, name] : plots) {
+    Plot plot{title, "step (log scale)", ylabel, true, log_y, {}};
+    for (const auto& [k, tr] : runs) {
+      Series s{run_label(k), {}, {}, {}};  // the steps where the seeds' mean is finite (and > 0 on a log axis)
+      std::size_t len = 0;
+      for (const DynamicsRun& run : tr) len = std::max(len, run.steps.size());
+      for (std::size_t t = 1; t <= len; ++t) {
+        const double y = seed_mean(tr, t, f);
+        if (std::isfinite(y) && (!log_y || y > 0)) s.x.push_back(static_cast<double>(t)), s.y.push_back(y);
+      }
+      if (!s.x.empty()) plot.series.push_back(std::move(s));
+    }
+    if (!plot.series.empty()) draw(plot, dir, name);
+  }
 }
 
 void run(Experiment& ex, DynamicsOptions& o) {
@@ -474,11 +605,14 @@ void run(Experiment& ex, DynamicsOptions& o) {
   const std::filesystem::path dir = ex.out;
   std::filesystem::create_directories(dir);
   link_tables(traces, corpus, o, dir);
+  early_window_table(traces, corpus, mo, o, dir);
   write_steps_csv(traces, mo, mo.seed, dir);
   plots(traces, corpus, mo, o, dir);
+  early_plots(traces, dir);
   std::printf(
-      "\nwrote %s: steps.csv, link{1..4}_*.csv; plots loss, output_move, ln_input_rms, att_logit_max, log_z, logit_rms, grad_ratio, ln_gain, "
-      "grads_<run>, ln_input_<run> (.png, .svg)\ntime: %.1f s\n",
+      "\nwrote %s: steps.csv, link{1..4}_*.csv, early_window.csv; plots loss, output_move, ln_input_rms, att_logit_max, log_z, "
+      "logit_rms, grad_ratio, ln_gain, grads_<run>, ln_input_<run>, spectral_ratio, token_share, loss_ratio (.png, .svg)\n"
+      "time: %.1f s\n",
       dir.string().c_str(), seconds_since(start));
 }
 
@@ -495,6 +629,8 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--lr", o.lr, "peak learning rate (Adam(0.9, 0.98); constant after the warmup)");
   add_flag(ex.app, "--steps", o.steps, "training steps recorded");
   add_flag(ex.app, "--early", o.early, "link 1: the max output move is taken over steps 1..early");
+  add_flag(ex.app, "--early-window", o.early_window, "the early-window table: steps 1..N (printed at 1, 2, 3, 5, 10, "
+           "20, ..., N; every step in early_window.csv)");
   add_flag(ex.app, "--eval-batches", o.eval_batches, "held-out batches averaged for the final loss");
   add_flag(ex.app, "--clip", o.clip, "clip the global gradient norm to this");
   add_flag(ex.app, "--margin", o.margin, "verdict margin in nats (as in warmup)");

@@ -106,6 +106,7 @@ const std::vector<std::pair<std::string, Range>>& table() {
       {"--margin", real_from(0)},
       {"--window", whole(1)},
       {"--early", whole(1)},
+      {"--early-window", whole(1)},
       {"--save", of(Range::Kind::any)},
       {"--resume", of(Range::Kind::directory)},
       {"--sample", whole(0, no_limit, "0: none")},
