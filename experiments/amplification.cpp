@@ -34,25 +34,13 @@
 //
 //   build/bin/amplification              the defaults: 32 s wall, 27 s user on 2 shared cores
 //   build/bin/amplification --placements post,pre --depths 2,4,8,16,32,64 --seeds 5
-#include <algorithm>
 #include <array>
-#include <cmath>
-#include <cstdio>
 
-#include "engine/engine.hpp"
-#include "experiments/lib/harness.hpp"
-#include "experiments/lib/interrupt.hpp"
+#include "experiments/lib/experiment.hpp"
 #include "analysis/probe.hpp"
-#include "experiments/lib/report.hpp"
 #include "analysis/stream_split.hpp"
+#include "experiments/lib/interrupt.hpp"
 #include "nn/init.hpp"
-#include "nn/transformer_lm.hpp"
-
-using namespace gs;
-using namespace gs::experiments;
-// What this experiment takes from analysis/:
-using analysis::MarkovBatches, analysis::block_group, analysis::depth_slopes, analysis::depths_text,
-    analysis::rms;
 
 namespace {
 

@@ -22,24 +22,12 @@
 //
 //   build/bin/gradflow                   the defaults: 18 s wall, 12 s user on 2 shared cores
 //   build/bin/gradflow --placements post,pre --depths 2,4,8,16,32,64 --seeds 5
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <map>
 #include <set>
 
-#include "engine/engine.hpp"
-#include "experiments/lib/graph.hpp"
-#include "experiments/lib/harness.hpp"
+#include "experiments/lib/experiment.hpp"
 #include "analysis/probe.hpp"
-#include "experiments/lib/report.hpp"
-#include "nn/transformer_lm.hpp"
-
-using namespace gs;
-using namespace gs::experiments;
-// What this experiment takes from analysis/:
-using analysis::GradNorms, analysis::MarkovBatches, analysis::block_groups, analysis::depth_slopes,
-    analysis::depths_text, analysis::grad_norms;
+#include "experiments/lib/graph.hpp"
 
 namespace {
 

@@ -23,29 +23,15 @@
 // mean and std over seeds), stream_summary.csv, and plots per depth L: stream_rms_L*, grad_L*,
 // grad_ratio_L* (every placement) and split_<placement>_L* (total, skip and branch parts).
 // --dump DIR writes DIR/<placement>-L<depth>/ (nn/io/dump.hpp) for the first seed's model of each.
-#include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "engine/engine.hpp"
-#include "experiments/lib/graph.hpp"
-#include "experiments/lib/harness.hpp"
-#include "experiments/lib/report.hpp"
+#include "experiments/lib/experiment.hpp"
 #include "analysis/stream_split.hpp"
-#include "experiments/lib/training.hpp"
+#include "experiments/lib/graph.hpp"
 #include "nn/data/markov.hpp"
-#include "nn/optim.hpp"
-#include "nn/transformer_lm.hpp"
-
-using namespace gs;
-using namespace gs::experiments;
-// What this experiment takes from analysis/:
-using analysis::PathSplit, analysis::StreamPosition, analysis::max_abs_diff, analysis::mean_l2,
-    analysis::mean_rms, analysis::rms, analysis::split_gradient, analysis::stream_positions;
 
 namespace {
 
