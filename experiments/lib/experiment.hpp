@@ -4,12 +4,12 @@
 //   #include <map>                                   the standard headers it needs beyond those below
 //
 //   #include "experiments/lib/experiment.hpp"       first of the project's headers
-//   #include "analysis/probe.hpp"                   then what only this experiment uses, in any order
+//   #include "analysis/probe.hpp"                   then what only this experiment uses, sorted
 //
-// and has no using-directive of its own: gs, gs::experiments and gs::analysis are open here. A name
-// that two of them declare is qualified where it is used (analysis::rms). explorer.cpp and tape_demo.cpp
-// are no experiments (the page viewer; the engine at a glance, which names experiments:: on purpose)
-// and keep their own preambles.
+// and has no using-directive of its own: gs, gs::experiments and gs::analysis are open here (should two
+// of them declare one name, the main qualifies it where it uses it). explorer.cpp and tape_demo.cpp are
+// no experiments (the page viewer; the engine at a glance, which names experiments:: on purpose) and
+// keep their own preambles.
 #pragma once
 
 #include <algorithm>
