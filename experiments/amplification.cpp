@@ -182,10 +182,10 @@ AmplificationRun measure(const nn::ModelConfig& config, const MarkovBatches& dat
 
 // ---- the report ----
 
-// What the report reads: the runs of the grid (placement, layers, seed) and its depths.
+// What the report reads: the grid (placement, layers, seed), its runs and its depths.
 struct Scan {
-  const std::vector<AmplificationRun>& runs;
   const Grid& grid;
+  const std::vector<AmplificationRun>& runs;
   const std::vector<std::size_t>& depths;
   std::size_t seeds;
   const std::vector<std::string>& placements() const { return grid.labels(0); }
@@ -372,6 +372,6 @@ int main(int argc, char** argv) {
                             ": the perturbation is lost in rounding; choose an --eps such as 1e-6 (the default)");
           return r;
         });
-    if (runs) report(Scan{*runs, grid, depths, ex.seeds}, mo.seed, eps, batches, ex.out);
+    if (runs) report(Scan{grid, *runs, depths, ex.seeds}, mo.seed, eps, batches, ex.out);
   });
 }
