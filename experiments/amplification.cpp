@@ -34,25 +34,13 @@
 //
 //   build/bin/amplification              the defaults: 32 s wall, 27 s user on 2 shared cores
 //   build/bin/amplification --placements post,pre --depths 2,4,8,16,32,64 --seeds 5
-#include <algorithm>
 #include <array>
-#include <cmath>
-#include <cstdio>
 
-#include "engine/engine.hpp"
-#include "experiments/lib/harness.hpp"
-#include "experiments/lib/interrupt.hpp"
+#include "experiments/lib/experiment.hpp"
 #include "analysis/probe.hpp"
-#include "experiments/lib/report.hpp"
 #include "analysis/stream_split.hpp"
+#include "experiments/lib/interrupt.hpp"
 #include "nn/init.hpp"
-#include "nn/transformer_lm.hpp"
-
-using namespace gs;
-using namespace gs::experiments;
-// What this experiment takes from analysis/:
-using analysis::MarkovBatches, analysis::block_group, analysis::depth_slopes, analysis::depths_text,
-    analysis::rms;
 
 namespace {
 
@@ -76,7 +64,23 @@ std::string measure_name(std::size_t m) {
   return name;
 }
 
-using Amplification = std::array<double, n_measures>;  // one model: A for each measure
+using Amplification = std::array<double, n_measures>;  // A for each measure
+
+// What one cell measured: its model's A for each measure, averaged over the batches.
+struct AmplificationRun {
+  Amplification a{};
+};
+
+// A cell's record: one number named after each measure ("random_all_logits", ...).
+Record to_record(const AmplificationRun& run) {
+  Record r;
+  for (std::size_t m = 0; m < n_measures; ++m) r.set(measure_name(m), run.a[m]);
+  return r;
+}
+
+void from_record(const Record& r, AmplificationRun& run) {
+  for (std::size_t m = 0; m < n_measures; ++m) run.a[m] = r.get(measure_name(m));
+}
 
 // ---- one model ----
 
@@ -140,7 +144,7 @@ void restore(const std::vector<nn::NamedParameter>& params, const std::vector<Ar
 }
 
 // A for each measure, averaged over the batches, for one model at init.
-Record measure(const nn::ModelConfig& config, const MarkovBatches& data, double eps, std::size_t batches) {
+AmplificationRun measure(const nn::ModelConfig& config, const MarkovBatches& data, double eps, std::size_t batches) {
   nn::TransformerLM model(config);
   const std::vector<nn::NamedParameter> params = model.named_parameters();
   std::vector<Array> saved;
@@ -171,34 +175,34 @@ Record measure(const nn::ModelConfig& config, const MarkovBatches& data, double 
         sum[index_of(p, o)] += rms_diff(moved[o], base[o]) / eps;
     }
   }
-  Record r;
-  for (std::size_t m = 0; m < n_measures; ++m) r.set(measure_name(m), sum[m] / static_cast<double>(batches));
-  return r;
+  AmplificationRun run;
+  for (std::size_t m = 0; m < n_measures; ++m) run.a[m] = sum[m] / static_cast<double>(batches);
+  return run;
 }
 
 // ---- the report ----
 
-// What the report reads: the measurements, the placements and the depths.
+// What the report reads: the grid (placement, layers, seed), its runs and its depths.
 struct Scan {
-  const Results& results;
-  const std::vector<std::string>& placements;
+  const Grid& grid;
+  const std::vector<AmplificationRun>& runs;
   const std::vector<std::size_t>& depths;
   std::size_t seeds;
-  // A of measure m for every seed at (p, L).
-  std::vector<double> values(const std::string& p, std::size_t L, std::size_t m) const {
+  const std::vector<std::string>& placements() const { return grid.labels(0); }
+  // A of measure m for every seed of placement p (its index) at depth L (one of `depths`).
+  std::vector<double> values(std::size_t p, std::size_t L, std::size_t m) const {
     std::vector<double> v;
-    for (const Record* r : results.where({{"placement", p}, {"layers", std::to_string(L)}}))
-      v.push_back(r->get(measure_name(m)));
+    for (const AmplificationRun* r : seeds_of(runs, grid, {p, index_in(depths, L)})) v.push_back(r->a[m]);
     return v;
   }
   // Per seed: the slope of log A on log L over the depths from index `from` on.
-  std::vector<double> slopes(const std::string& p, std::size_t m, std::size_t from) const {
+  std::vector<double> slopes(std::size_t p, std::size_t m, std::size_t from) const {
     return depth_slopes(depths, from, seeds, [&](std::size_t L, std::size_t s) { return values(p, L, m).at(s); });
   }
 };
 
 // Per seed: A at the deepest L over A at the shallowest.
-std::vector<double> growth(const Scan& s, const std::string& p, std::size_t m) {
+std::vector<double> growth(const Scan& s, std::size_t p, std::size_t m) {
   const std::vector<double> first = s.values(p, s.depths.front(), m), last = s.values(p, s.depths.back(), m);
   std::vector<double> out;
   for (std::size_t i = 0; i < first.size(); ++i) out.push_back(last[i] / first[i]);
@@ -226,10 +230,10 @@ Table perturbation_table(const Scan& s, std::size_t pert) {
   columns.push_back("slope " + std::to_string(d[n - 2]) + ".." + std::to_string(d[n - 1]));
   columns.push_back("A(" + std::to_string(d[n - 1]) + ")/A(" + std::to_string(d[0]) + ")");
   Table t(columns);
-  for (const std::string& p : s.placements)
+  for (std::size_t p = 0; p < s.placements().size(); ++p)
     for (std::size_t o = 0; o < n_outputs; ++o) {
       const std::size_t m = index_of(pert, o);
-      std::vector<std::string> row = {p, output_names[o]};
+      std::vector<std::string> row = {s.placements()[p], output_names[o]};
       for (std::size_t L : d) row.push_back(fmt(stat_of(s.values(p, L, m)), 3));
       row.push_back(finite_cell(s.slopes(p, m, 0), "n/a (A = 0)"));
       row.push_back(finite_cell(s.slopes(p, m, n - 2), "n/a (A = 0)"));
@@ -244,10 +248,10 @@ Table results_csv(const Scan& s, unsigned first_seed) {
   std::vector<std::string> columns = {"placement", "layers", "seed"};
   for (std::size_t m = 0; m < n_measures; ++m) columns.push_back(measure_name(m));
   Table t(columns);
-  for (const std::string& p : s.placements)
+  for (std::size_t p = 0; p < s.placements().size(); ++p)
     for (std::size_t L : s.depths)
       for (std::size_t i = 0; i < s.seeds; ++i) {
-        std::vector<std::string> row = {p, std::to_string(L), std::to_string(first_seed + i)};
+        std::vector<std::string> row = {s.placements()[p], std::to_string(L), std::to_string(first_seed + i)};
         for (std::size_t m = 0; m < n_measures; ++m) row.push_back(fmt(s.values(p, L, m).at(i), 10));
         t.add_row(row);
       }
@@ -257,11 +261,11 @@ Table results_csv(const Scan& s, unsigned first_seed) {
 Table slopes_csv(const Scan& s) {
   Table t({"placement", "measure", "depths", "slope_mean", "slope_std", "n"});
   const std::size_t n = s.depths.size();
-  for (const std::string& p : s.placements)
+  for (std::size_t p = 0; p < s.placements().size(); ++p)
     for (std::size_t m = 0; m < n_measures; ++m)
       for (std::size_t from : {std::size_t{0}, n - 2}) {
         const Stat st = stat_of(s.slopes(p, m, from));
-        t.add_row({p, measure_name(m), depths_text(s.depths, from), fmt(st.mean, 10), fmt(st.std, 10),
+        t.add_row({s.placements()[p], measure_name(m), depths_text(s.depths, from), fmt(st.mean, 10), fmt(st.std, 10),
                    std::to_string(st.n)});
       }
   return t;
@@ -273,8 +277,8 @@ void draw_measure(const Scan& s, std::size_t m, const std::string& dir) {
   Plot plot{measure_name(m), "layers L", "A = RMS(F(W + delta) - F(W)) / eps", true, true, {}};
   std::vector<double> x;
   for (std::size_t L : s.depths) x.push_back(static_cast<double>(L));
-  for (const std::string& p : s.placements) {
-    Series line{p, x, {}, {}};
+  for (std::size_t p = 0; p < s.placements().size(); ++p) {
+    Series line{s.placements()[p], x, {}, {}};
     for (std::size_t L : s.depths) {
       line.y.push_back(stat_of(s.values(p, L, m)).mean);
       line.err.push_back(stat_of(s.values(p, L, m)).std);
@@ -345,20 +349,18 @@ int main(int argc, char** argv) {
     for (unsigned seed : ex.seed_list()) data.emplace_back(mo.vocab, mo.batch, mo.seq, seed);
     Grid grid;
     grid.axis("placement", ex.placements).axis("layers", labels(depths)).axis("seed", labels(ex.seed_list()));
-    const auto results = ex.run_cells(
+    const auto runs = ex.run_cells<AmplificationRun>(
         grid, "layers", [&](const Cell& c) { return depths[c["layers"]]; },
         [&](const Cell& c, Tick&) {
-          ModelOptions o = mo;
-          o.placement = ex.placements[c["placement"]];
+          ModelOptions o = ex.cell_model(c);
           o.layers = depths[c["layers"]];
-          o.seed = ex.seed_list()[c["seed"]];
           if (c["seed"] == 0) ex.record_init_pass(c.index, grid.describe(c.index), o.config(), data[c["seed"]].batch(0));
-          Record r = measure(o.config(), data[c["seed"]], eps, batches);
+          const AmplificationRun r = measure(o.config(), data[c["seed"]], eps, batches);
           // Before any file: a perturbation that overflowed (inf, NaN) or was lost in rounding (every A
           // exactly 0; one may be 0 by design: rezero's branches are off at init) measures nothing.
           bool all_zero = true;
           for (std::size_t m = 0; m < n_measures; ++m) {
-            const double a = r.get(measure_name(m));
+            const double a = r.a[m];
             all_zero = all_zero && a == 0.0;
             if (!std::isfinite(a))
               throw FlagError("--eps " + fmt(eps) + " gives A = " + fmt(a) + " for " + measure_name(m) + " in cell " +
@@ -370,6 +372,6 @@ int main(int argc, char** argv) {
                             ": the perturbation is lost in rounding; choose an --eps such as 1e-6 (the default)");
           return r;
         });
-    if (results) report(Scan{*results, ex.placements, depths, ex.seeds}, mo.seed, eps, batches, ex.out);
+    if (runs) report(Scan{grid, *runs, depths, ex.seeds}, mo.seed, eps, batches, ex.out);
   });
 }

@@ -47,26 +47,13 @@
 //
 //   build/bin/dynamics                                         defaults: post and pre, lr 1e-2
 //   build/bin/dynamics --placements post,pre,deepnorm --lr 3e-3 --steps 500 --seeds 3
-#include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
 #include <map>
 
-#include "engine/engine.hpp"
-#include "experiments/lib/harness.hpp"
-#include "experiments/lib/interrupt.hpp"
-#include "experiments/lib/training_flags.hpp"
-#include "experiments/lib/report.hpp"
+#include "experiments/lib/experiment.hpp"
 #include "analysis/step_measures.hpp"
 #include "analysis/stream_split.hpp"
-#include "experiments/lib/training.hpp"
-#include "nn/optim.hpp"
-#include "nn/transformer_lm.hpp"
-
-using namespace gs;
-using namespace gs::experiments;
-using namespace gs::analysis;
+#include "experiments/lib/interrupt.hpp"
 
 namespace {
 

@@ -22,65 +22,84 @@
 //
 //   build/bin/gradflow                   the defaults: 18 s wall, 12 s user on 2 shared cores
 //   build/bin/gradflow --placements post,pre --depths 2,4,8,16,32,64 --seeds 5
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
+#include <map>
 #include <set>
 
-#include "engine/engine.hpp"
-#include "experiments/lib/graph.hpp"
-#include "experiments/lib/harness.hpp"
+#include "experiments/lib/experiment.hpp"
 #include "analysis/probe.hpp"
-#include "experiments/lib/report.hpp"
-#include "nn/transformer_lm.hpp"
-
-using namespace gs;
-using namespace gs::experiments;
-// What this experiment takes from analysis/:
-using analysis::GradNorms, analysis::MarkovBatches, analysis::block_groups, analysis::depth_slopes,
-    analysis::depths_text, analysis::grad_norms;
+#include "experiments/lib/graph.hpp"
 
 namespace {
 
-// One model at init on one batch: its loss, then its gradients grouped (probe.hpp): the record has
-// "loss", "block.<group>" (one value per block) and "model.<group>".
-Record measure(const nn::ModelConfig& config, const nn::Batch& batch) {
+// One model at init on one batch: its loss, and the Frobenius norms of its gradients by group (probe.hpp).
+struct FlowRun {
+  double loss = NAN;
+  std::map<std::string, std::vector<double>> blocks;  // group -> |dL/dW|_F of each block, block 0 first
+  std::map<std::string, double> model;                // model-level group -> |dL/dW|_F
+};
+
+// A cell's record: "loss", "block.<group>" (one value per block) and "model.<group>".
+Record to_record(const FlowRun& run) {
+  Record r;
+  r.set("loss", run.loss);
+  for (const auto& [group, values] : run.blocks) r.set("block." + group, values);
+  for (const auto& [group, value] : run.model) r.set("model." + group, value);
+  return r;
+}
+
+void from_record(const Record& r, FlowRun& run) {
+  run = {r.get("loss"), {}, {}};
+  for (const auto& [name, values] : r.quantities()) {
+    if (name.rfind("block.", 0) == 0) run.blocks[name.substr(6)] = values;
+    if (name.rfind("model.", 0) == 0) run.model[name.substr(6)] = r.get(name);
+  }
+}
+
+FlowRun measure(const nn::ModelConfig& config, const nn::Batch& batch) {
   nn::TransformerLM model(config);
   Tape& tape = Tape::current();
   tape.reset();
   model.zero_grad();
   const Var loss = model.loss(batch.inputs, batch.targets);  // scalar: mean over (B, T)
-  Record r;
-  r.set("loss", loss.value()());
+  FlowRun run;
+  run.loss = loss.value()();
   loss.backward();
   tape.reset();
   const GradNorms n = grad_norms(model.named_parameters(), config.layers);
   for (const auto& block : n.blocks)
-    for (const auto& [group, value] : block) r.push("block." + group, value);
-  for (const auto& [group, value] : n.model) r.set("model." + group, value);
-  return r;
+    for (const auto& [group, value] : block) run.blocks[group].push_back(value);
+  run.model = n.model;
+  return run;
 }
 
-using Runs = std::vector<const Record*>;  // one (placement, depth): a record per seed
+using Runs = std::vector<const FlowRun*>;  // one (placement, depth): a run per seed
 
-// What the report reads: the measurements, the placements and the depths of the scan (b).
+// What the report reads: the runs of the grid (placement, layers, seed), the depths measured (the
+// layers axis) and those of the scan (b).
 struct Scan {
-  const Results& results;
-  const std::vector<std::string>& placements;
+  const std::vector<FlowRun>& runs;
+  const Grid& grid;
+  const std::vector<std::size_t>& layers;
   const std::vector<std::size_t>& depths;
   std::size_t seeds;
-  Runs at(const std::string& p, std::size_t L) const {
-    return results.where({{"placement", p}, {"layers", std::to_string(L)}});
-  }
+  const std::vector<std::string>& placements() const { return grid.labels(0); }
+  // The seeds of placement p (its index) at depth L (one of `layers`).
+  Runs at(std::size_t p, std::size_t L) const { return seeds_of(runs, grid, {p, index_in(layers, L)}); }
 };
 
 // The value of a group for every seed; empty if the placement has no such group. layer -1: model-level.
 std::vector<double> group_values(const Runs& runs, int layer, const std::string& group) {
   std::vector<double> v;
-  for (const Record* r : runs) {
-    const std::string name = (layer < 0 ? "model." : "block.") + group;
-    if (!r->has(name)) return {};
-    v.push_back(layer < 0 ? r->get(name) : r->list(name).at(static_cast<std::size_t>(layer)));
+  for (const FlowRun* r : runs) {
+    if (layer < 0) {
+      const auto it = r->model.find(group);
+      if (it == r->model.end()) return {};
+      v.push_back(it->second);
+    } else {
+      const auto it = r->blocks.find(group);
+      if (it == r->blocks.end()) return {};
+      v.push_back(it->second.at(static_cast<std::size_t>(layer)));
+    }
   }
   return v;
 }
@@ -111,11 +130,11 @@ Table model_table(const Scan& s, std::size_t layers) {
   std::vector<std::string> columns = {"placement", "loss"};
   columns.insert(columns.end(), model_groups.begin(), model_groups.end());
   Table t(columns);
-  for (const std::string& p : s.placements) {
+  for (std::size_t p = 0; p < s.placements().size(); ++p) {
     const Runs r = s.at(p, layers);
     std::vector<double> loss;
-    for (const Record* x : r) loss.push_back(x->get("loss"));
-    std::vector<std::string> row = {p, fmt(stat_of(loss), 4)};
+    for (const FlowRun* x : r) loss.push_back(x->loss);
+    std::vector<std::string> row = {s.placements()[p], fmt(stat_of(loss), 4)};
     for (const std::string& g : model_groups) row.push_back(cell(group_values(r, -1, g)));
     t.add_row(row);
   }
@@ -125,12 +144,12 @@ Table model_table(const Scan& s, std::size_t layers) {
 // Long form: placement, layer ("model" for model-level groups), group, mean, std, n.
 Table profile_csv(const Scan& s, std::size_t layers) {
   Table t({"placement", "layers", "layer", "group", "mean", "std", "n"});
-  auto add = [&](const std::string& p, const std::string& layer, const std::string& g, const std::vector<double>& v) {
+  auto add = [&](std::size_t p, const std::string& layer, const std::string& g, const std::vector<double>& v) {
     if (v.empty()) return;
     const Stat st = stat_of(v);
-    t.add_row({p, std::to_string(layers), layer, g, fmt(st.mean, 10), fmt(st.std, 10), std::to_string(st.n)});
+    t.add_row({s.placements()[p], std::to_string(layers), layer, g, fmt(st.mean, 10), fmt(st.std, 10), std::to_string(st.n)});
   };
-  for (const std::string& p : s.placements) {
+  for (std::size_t p = 0; p < s.placements().size(); ++p) {
     const Runs r = s.at(p, layers);
     for (std::size_t i = 0; i < layers; ++i)
       for (const std::string& g : block_groups()) add(p, std::to_string(i), g, group_values(r, static_cast<int>(i), g));
@@ -143,8 +162,8 @@ Table profile_csv(const Scan& s, std::size_t layers) {
 void draw_profile(const Scan& s, std::size_t layers, const std::string& group, const std::string& label,
                   const std::string& dir) {
   Plot plot{"", "block (0 = nearest the input)", label, false, true, {}};
-  for (const std::string& p : s.placements) {
-    Series line{p, {}, {}, {}};
+  for (std::size_t p = 0; p < s.placements().size(); ++p) {
+    Series line{s.placements()[p], {}, {}, {}};
     for (std::size_t i = 0; i < layers; ++i) {
       const std::vector<double> v = group_values(s.at(p, layers), static_cast<int>(i), group);
       if (v.empty()) break;
@@ -163,13 +182,13 @@ void draw_profile(const Scan& s, std::size_t layers, const std::string& group, c
 // ---- (b) the depth scan ----
 
 // The last block's |g| of `group` for every seed at depth L.
-std::vector<double> last_block(const Scan& s, const std::string& p, std::size_t L, const std::string& group) {
+std::vector<double> last_block(const Scan& s, std::size_t p, std::size_t L, const std::string& group) {
   return group_values(s.at(p, L), static_cast<int>(L) - 1, group);
 }
 
 // The slope of log|g| on log L, fitted separately for each seed, over the depths from index `from` of
 // --depths on (0: all of them; size - 2: the last two, the local slope at the deep end).
-std::vector<double> slopes(const Scan& s, const std::string& p, const std::string& group, std::size_t from = 0) {
+std::vector<double> slopes(const Scan& s, std::size_t p, const std::string& group, std::size_t from = 0) {
   return depth_slopes(s.depths, from, s.seeds,
                       [&](std::size_t L, std::size_t seed) { return last_block(s, p, L, group).at(seed); });
 }
@@ -191,12 +210,12 @@ Table depth_table(const Scan& s, const std::string& group) {
                            : "slope (last two L)");
   columns.push_back("bound's slope");
   Table t(columns);
-  for (const std::string& p : s.placements) {
-    std::vector<std::string> row = {p};
+  for (std::size_t p = 0; p < s.placements().size(); ++p) {
+    std::vector<std::string> row = {s.placements()[p]};
     for (std::size_t L : s.depths) row.push_back(cell(last_block(s, p, L, group)));
     row.push_back(n >= 2 ? finite_cell(slopes(s, p, group), "n/a (a zero norm)") : "-");
     row.push_back(n >= 2 ? finite_cell(slopes(s, p, group, n - 2), "n/a (a zero norm)") : "-");
-    row.push_back(xiong_prediction(p));
+    row.push_back(xiong_prediction(s.placements()[p]));
     t.add_row(row);
   }
   return t;
@@ -205,10 +224,10 @@ Table depth_table(const Scan& s, const std::string& group) {
 // Long form of the scan, one row per seed: placement, depth, seed, loss, fc1, fc2.
 Table depth_csv(const Scan& s, unsigned first_seed) {
   Table t({"placement", "layers", "seed", "loss", "last_fc1_grad_norm", "last_fc2_grad_norm"});
-  for (const std::string& p : s.placements)
+  for (std::size_t p = 0; p < s.placements().size(); ++p)
     for (std::size_t L : s.depths)
       for (std::size_t i = 0; i < s.seeds; ++i)
-        t.add_row({p, std::to_string(L), std::to_string(first_seed + i), fmt(s.at(p, L).at(i)->get("loss"), 10),
+        t.add_row({s.placements()[p], std::to_string(L), std::to_string(first_seed + i), fmt(s.at(p, L).at(i)->loss, 10),
                    fmt(last_block(s, p, L, "fc1").at(i), 10), fmt(last_block(s, p, L, "fc2").at(i), 10)});
   return t;
 }
@@ -216,12 +235,12 @@ Table depth_csv(const Scan& s, unsigned first_seed) {
 Table slopes_csv(const Scan& s) {
   Table t({"placement", "parameter", "depths", "slope_mean", "slope_std", "n", "xiong_prediction"});
   const std::size_t n = s.depths.size();
-  for (const std::string& p : s.placements)
+  for (std::size_t p = 0; p < s.placements().size(); ++p)
     for (const char* g : {"fc2", "fc1"})
       for (std::size_t from : {std::size_t{0}, n - 2}) {
         const Stat st = stat_of(slopes(s, p, g, from));
-        t.add_row({p, std::string("last block ") + g + ".weight", depths_text(s.depths, from), fmt(st.mean, 10),
-                   fmt(st.std, 10), std::to_string(st.n), xiong_prediction(p)});
+        t.add_row({s.placements()[p], std::string("last block ") + g + ".weight", depths_text(s.depths, from),
+                   fmt(st.mean, 10), fmt(st.std, 10), std::to_string(st.n), xiong_prediction(s.placements()[p])});
       }
   return t;
 }
@@ -232,8 +251,8 @@ void draw_depth(const Scan& s, const std::string& group, const std::string& dir)
   Plot plot{"", "layers L", "|dL/dW| of the last block's " + group + ".weight", true, true, {}};
   std::vector<double> x;
   for (std::size_t L : s.depths) x.push_back(static_cast<double>(L));
-  for (const std::string& p : s.placements) {
-    Series line{p, x, {}, {}};
+  for (std::size_t p = 0; p < s.placements().size(); ++p) {
+    Series line{s.placements()[p], x, {}, {}};
     for (std::size_t L : s.depths) {
       line.y.push_back(stat_of(last_block(s, p, L, group)).mean);
       line.err.push_back(stat_of(last_block(s, p, L, group)).std);
@@ -261,8 +280,8 @@ void report(const Scan& s, std::size_t L, unsigned first_seed, const std::string
   std::printf("\n(a) per-layer profile at init, %zu layers: |dL/dW|_F per parameter group (q, k, v, o, fc1, fc2: "
               "weights; ln: LN gains; rezero: the block's two scalars; block: every parameter of the block)\n",
               L);
-  for (const std::string& p : s.placements)
-    std::printf("\n%s\n%s", p.c_str(), profile_table(s.at(p, L), L).to_text().c_str());
+  for (std::size_t p = 0; p < s.placements().size(); ++p)
+    std::printf("\n%s\n%s", s.placements()[p].c_str(), profile_table(s.at(p, L), L).to_text().c_str());
   std::printf("\nloss at init and model-level gradient norms, %zu layers\n%s", L, model_table(s, L).to_text().c_str());
 
   std::printf("\n(b) depth scan: the LAST block's FFN weight gradient |dL/dW|_F at init vs layers L; slope of "
@@ -270,14 +289,14 @@ void report(const Scan& s, std::size_t L, unsigned first_seed, const std::string
               "slope 0; Pre-LN O(d sqrt(ln d / L)), slope -0.5)\n");
   std::printf("\nlast block's mlp.fc2.weight (W^{2,L} of Xiong et al.)\n%s", depth_table(s, "fc2").to_text().c_str());
   std::printf("\nlast block's mlp.fc1.weight (W^{1,L})\n%s", depth_table(s, "fc1").to_text().c_str());
-  for (const std::string& p : s.placements) {  // notes on placements whose FFN gradients were exactly zero
+  for (std::size_t p = 0; p < s.placements().size(); ++p) {  // notes on placements whose FFN gradients were exactly zero
     bool all_zero = !s.depths.empty();
     for (std::size_t L : s.depths)
       for (double v : last_block(s, p, L, "fc2")) all_zero = all_zero && v == 0.0;
     if (all_zero)
       std::printf("note: %s's fc2 gradient is exactly 0 at every depth: at init the branch is multiplied by a "
                   "scalar that is 0, so no gradient reaches the branch weights; no slope can be fitted.\n",
-                  p.c_str());
+                  s.placements()[p].c_str());
   }
 
   std::filesystem::create_directories(dir);
@@ -322,16 +341,14 @@ int main(int argc, char** argv) {
     for (unsigned seed : ex.seed_list()) batches.push_back(MarkovBatches(mo.vocab, mo.batch, mo.seq, seed).batch(0));
     Grid grid;
     grid.axis("placement", ex.placements).axis("layers", labels(all)).axis("seed", labels(ex.seed_list()));
-    const auto results = ex.run_cells(
+    const auto runs = ex.run_cells<FlowRun>(
         grid, "layers", [&](const Cell& c) { return all[c["layers"]]; },
         [&](const Cell& c, Tick&) {
-          ModelOptions o = mo;
-          o.placement = ex.placements[c["placement"]];
+          ModelOptions o = ex.cell_model(c);
           o.layers = all[c["layers"]];
-          o.seed = ex.seed_list()[c["seed"]];
           if (c["seed"] == 0) ex.record_init_pass(c.index, grid.describe(c.index), o.config(), batches[c["seed"]]);
           return measure(o.config(), batches[c["seed"]]);
         });
-    if (results) report(Scan{*results, ex.placements, depths, ex.seeds}, mo.layers, mo.seed, ex.out);
+    if (runs) report(Scan{*runs, grid, all, depths, ex.seeds}, mo.layers, mo.seed, ex.out);
   });
 }

@@ -20,24 +20,11 @@
 //
 //   build/bin/lrsweep                                                the default sweep (about 4 CPU-minutes)
 //   build/bin/lrsweep --variants pre,pre+qk --lrs 1e-3,1e-2,1e-1 --seeds 2 --steps 100
-#include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
 
-#include "engine/engine.hpp"
-#include "experiments/lib/harness.hpp"
+#include "experiments/lib/experiment.hpp"
 #include "analysis/lr_sensitivity.hpp"
-#include "experiments/lib/training_flags.hpp"
-#include "experiments/lib/report.hpp"
 #include "analysis/step_measures.hpp"
-#include "experiments/lib/training.hpp"
-#include "nn/optim.hpp"
-#include "nn/transformer_lm.hpp"
-
-using namespace gs;
-using namespace gs::experiments;
-using namespace gs::analysis;
 
 namespace {
 

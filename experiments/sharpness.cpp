@@ -21,31 +21,18 @@
 //
 //   build/bin/sharpness                                   the default grid (time in --help)
 //   build/bin/sharpness --placements post,pre,peri --lrs 1e-3,3e-3,1e-2 --warmups 0,50 --steps 120
-#include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
 #include <functional>
 #include <future>
 #include <map>
 #include <mutex>
 
-#include "nn/data/markov.hpp"
-#include "engine/engine.hpp"
-#include "analysis/eigen.hpp"
+#include "experiments/lib/experiment.hpp"
 #include "analysis/curvature.hpp"
+#include "analysis/eigen.hpp"
 #include "experiments/lib/graph.hpp"
-#include "experiments/lib/harness.hpp"
-#include "experiments/lib/report.hpp"
 #include "experiments/lib/sharpness_report.hpp"
-#include "experiments/lib/training.hpp"
-#include "experiments/lib/training_flags.hpp"
-#include "nn/optim.hpp"
-#include "nn/transformer_lm.hpp"
-
-using namespace gs;
-using namespace gs::experiments;
-using namespace gs::analysis;
+#include "nn/data/markov.hpp"
 
 namespace {
 

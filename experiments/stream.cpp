@@ -23,52 +23,59 @@
 // mean and std over seeds), stream_summary.csv, and plots per depth L: stream_rms_L*, grad_L*,
 // grad_ratio_L* (every placement) and split_<placement>_L* (total, skip and branch parts).
 // --dump DIR writes DIR/<placement>-L<depth>/ (nn/io/dump.hpp) for the first seed's model of each.
-#include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "engine/engine.hpp"
-#include "experiments/lib/graph.hpp"
-#include "experiments/lib/harness.hpp"
-#include "experiments/lib/report.hpp"
+#include "experiments/lib/experiment.hpp"
 #include "analysis/stream_split.hpp"
-#include "experiments/lib/training.hpp"
+#include "experiments/lib/graph.hpp"
 #include "nn/data/markov.hpp"
-#include "nn/optim.hpp"
-#include "nn/transformer_lm.hpp"
-
-using namespace gs;
-using namespace gs::experiments;
-// What this experiment takes from analysis/:
-using analysis::PathSplit, analysis::StreamPosition, analysis::max_abs_diff, analysis::mean_l2,
-    analysis::mean_rms, analysis::rms, analysis::split_gradient, analysis::stream_positions;
 
 namespace {
 
-// One forward and backward pass on `batch` with the tape keeping every contribution. The record, per
-// position k = 0 .. 2L (stream_split.hpp): "rms", "l2" (forward), "total" (|gradient|); at the positions
-// a sublayer reads, k < 2L: "move" (forward: |branch| / |skip| at sublayer k's residual add), "skip", "branch", "ratio" (branch / skip) and "skip_vs_next",
-// ||skip_k - gradient_{k+1}|| / ||gradient_{k+1}||; "check", the largest |skip + branch - gradient|.
-Record measure(nn::TransformerLM& model, const nn::Batch& batch) {
+// One forward and backward pass, per stream position k = 0 .. 2L (stream_split.hpp).
+struct StreamRun {
+  double loss = NAN;
+  std::vector<double> rms, l2, total;  // every position: forward RMS and L2 norm, |gradient|
+  // The positions a sublayer reads, k < 2L: forward, |branch| / |skip| at sublayer k's residual add;
+  // backward, |skip part|, |branch part|, their ratio branch / skip, and
+  // ||skip_k - gradient_{k+1}|| / ||gradient_{k+1}||.
+  std::vector<double> move, skip, branch, ratio, skip_vs_next;
+  double check = 0.0;  // the largest |skip + branch - gradient|
+};
+using Quantity = std::vector<double> StreamRun::*;  // one of its lists: &StreamRun::rms, ...
+
+// A cell's record: a list named after each list of the run, "loss" and "check".
+Record to_record(const StreamRun& run) {
+  return {{"loss", {run.loss}}, {"rms", run.rms}, {"l2", run.l2}, {"total", run.total}, {"move", run.move},
+          {"skip", run.skip}, {"branch", run.branch}, {"ratio", run.ratio}, {"skip_vs_next", run.skip_vs_next},
+          {"check", {run.check}}};
+}
+
+void from_record(const Record& r, StreamRun& run) {
+  run = {r.get("loss"), r.list("rms"), r.list("l2"), r.list("total"), r.list("move"), r.list("skip"),
+         r.list("branch"), r.list("ratio"), r.list("skip_vs_next"), r.get("check")};
+}
+
+// The pass on `batch`, with the tape keeping every contribution.
+StreamRun measure(nn::TransformerLM& model, const nn::Batch& batch) {
   Tape tape;
   TapeScope scope(tape);
   tape.keep_contributions = true;
   model.zero_grad();
-  Record m;
+  StreamRun m;
   const Var loss = model.loss(batch.inputs, batch.targets);
-  m.set("loss", loss.value()());
+  m.loss = loss.value()();
   loss.backward();
   double check = 0.0;
   const std::vector<StreamPosition> positions = stream_positions(model);
   for (std::size_t k = 0; k < positions.size(); ++k) {
     const StreamPosition& p = positions[k];
-    m.push("rms", mean_rms(p.value.value()));
-    m.push("l2", mean_l2(p.value.value()));
-    m.push("total", norm(p.value.grad()));
+    m.rms.push_back(mean_rms(p.value.value()));
+    m.l2.push_back(mean_l2(p.value.value()));
+    m.total.push_back(norm(p.value.grad()));
     if (p.top) continue;  // read by ln_f or the head, no skip path
     // Forward: how far sublayer k is from the identity, |F(x)| / |x| with F(x) its branch and x what the
     // residual add adds it to (x itself, alpha x for deepnorm, omega * x for admin, h + x for b2t's MLP).
@@ -76,16 +83,16 @@ Record measure(nn::TransformerLM& model, const nn::Batch& batch) {
     const bool attention = k % 2 == 0;
     const Var& branch_value = attention ? t.attn_branch : t.mlp_branch;
     const Var& skip_value = attention ? t.attn_skip : t.mlp_skip;
-    m.push("move", mean_rms(branch_value.value()) / mean_rms(skip_value.value()));
+    m.move.push_back(mean_rms(branch_value.value()) / mean_rms(skip_value.value()));
     const PathSplit s = split_gradient(p.value);
-    m.push("skip", norm(s.skip));
-    m.push("branch", norm(s.branch));
-    m.push("ratio", norm(s.branch) / norm(s.skip));
+    m.skip.push_back(norm(s.skip));
+    m.branch.push_back(norm(s.branch));
+    m.ratio.push_back(norm(s.branch) / norm(s.skip));
     check = std::max(check, max_abs_diff(s.skip + s.branch, s.total));
     const Array& next = positions[k + 1].value.grad();
-    m.push("skip_vs_next", gs::norm(Array(s.skip - next)) / gs::norm(next));
+    m.skip_vs_next.push_back(gs::norm(Array(s.skip - next)) / gs::norm(next));
   }
-  m.set("check", check);
+  m.check = check;
   return m;
 }
 
@@ -119,40 +126,40 @@ std::vector<std::string> position_names(std::size_t L) {
   return names;
 }
 
-using Runs = std::vector<const Record*>;  // one (depth, placement): a record per seed
+using Runs = std::vector<const StreamRun*>;  // one (depth, placement): a run per seed
 
-// The statistic over seeds of quantity[k], or of f(record).
-Stat at(const Runs& runs, const std::string& quantity, std::size_t k) {
+// The statistic over seeds of quantity[k], or of f(run).
+Stat at(const Runs& runs, Quantity quantity, std::size_t k) {
   std::vector<double> v;
-  for (const Record* m : runs) v.push_back(m->list(quantity).at(k));
+  for (const StreamRun* m : runs) v.push_back((m->*quantity).at(k));
   return stat_of(v);
 }
 template <class F>
 Stat over(const Runs& runs, F f) {
   std::vector<double> v;
-  for (const Record* m : runs) v.push_back(f(*m));
+  for (const StreamRun* m : runs) v.push_back(f(*m));
   return stat_of(v);
 }
 
-// What the report reads: the measurements, the depths and the placements.
+// What the report reads: the runs of the grid (layers, placement, seed) and its depths.
 struct Scan {
-  const Results& results;
+  const std::vector<StreamRun>& runs;
+  const Grid& grid;
   const std::vector<std::size_t>& depths;
-  const std::vector<std::string>& placements;
-  Runs at(std::size_t L, const std::string& p) const {
-    return results.where({{"layers", std::to_string(L)}, {"placement", p}});
-  }
+  const std::vector<std::string>& placements() const { return grid.labels(1); }
+  // The seeds at depth L (one of `depths`) of placement p (its index).
+  Runs at(std::size_t L, std::size_t p) const { return seeds_of(runs, grid, {index_in(depths, L), p}); }
 };
 
 // A table with one row per position and one column per placement.
-Table position_table(const Scan& s, std::size_t L, const std::string& quantity, std::size_t positions) {
+Table position_table(const Scan& s, std::size_t L, Quantity quantity, std::size_t positions) {
   std::vector<std::string> columns{"position"};
-  for (const std::string& p : s.placements) columns.push_back(p);
+  for (const std::string& p : s.placements()) columns.push_back(p);
   Table table(columns);
   const std::vector<std::string> names = position_names(L);
   for (std::size_t k = 0; k < positions; ++k) {
     std::vector<std::string> row{names[k]};
-    for (const std::string& p : s.placements) row.push_back(fmt(at(s.at(L, p), quantity, k)));
+    for (std::size_t p = 0; p < s.placements().size(); ++p) row.push_back(fmt(at(s.at(L, p), quantity, k)));
     table.add_row(row);
   }
   return table;
@@ -165,7 +172,7 @@ void draw_log(Plot plot, const std::filesystem::path& dir, const std::string& na
   draw(plot, dir, name);
 }
 
-Series series_of(const std::string& title, const Runs& runs, const std::string& quantity, std::size_t n) {
+Series series_of(const std::string& title, const Runs& runs, Quantity quantity, std::size_t n) {
   Series s;
   s.title = title;
   for (std::size_t k = 0; k < n; ++k) {
@@ -186,16 +193,17 @@ void write_positions(const Scan& s, const std::filesystem::path& out) {
   auto cell = [](double x) { return fmt(x, 10); };
   for (std::size_t L : s.depths) {
     const std::vector<std::string> names = position_names(L);
-    for (const std::string& p : s.placements) {
+    for (std::size_t p = 0; p < s.placements().size(); ++p) {
       const Runs r = s.at(L, p);
+      const std::string& placement = s.placements()[p];
       for (std::size_t k = 0; k <= 2 * L; ++k) {
-        const Stat rms = at(r, "rms", k), l2 = at(r, "l2", k), g = at(r, "total", k);
+        const Stat rms = at(r, &StreamRun::rms, k), l2 = at(r, &StreamRun::l2, k), g = at(r, &StreamRun::total, k);
         const bool read = k < 2 * L;  // the top: no sublayer reads it
-        forward_csv.add_row({std::to_string(L), p, std::to_string(k), names[k], cell(rms.mean), cell(rms.std),
-                             cell(l2.mean), cell(l2.std), read ? cell(at(r, "move", k).mean) : "",
-                             read ? cell(at(r, "move", k).std) : ""});
-        std::vector<std::string> row{std::to_string(L), p, std::to_string(k), names[k], cell(g.mean), cell(g.std)};
-        for (const char* quantity : {"skip", "branch", "ratio", "skip_vs_next"}) {
+        forward_csv.add_row({std::to_string(L), placement, std::to_string(k), names[k], cell(rms.mean), cell(rms.std),
+                             cell(l2.mean), cell(l2.std), read ? cell(at(r, &StreamRun::move, k).mean) : "",
+                             read ? cell(at(r, &StreamRun::move, k).std) : ""});
+        std::vector<std::string> row{std::to_string(L), placement, std::to_string(k), names[k], cell(g.mean), cell(g.std)};
+        for (Quantity quantity : {&StreamRun::skip, &StreamRun::branch, &StreamRun::ratio, &StreamRun::skip_vs_next}) {
           row.push_back(read ? cell(at(r, quantity, k).mean) : "");
           row.push_back(read ? cell(at(r, quantity, k).std) : "");
         }
@@ -212,11 +220,11 @@ Table summary_table(const Scan& s, double* worst) {
   Table summary({"L", "placement", "loss", "RMS emb", "RMS top", "RMS top/emb", "|g| top", "|g| emb", "|g| emb/top",
                  "br/skip mean", "skip vs next", "max|sk+br-g|"});
   for (std::size_t L : s.depths)
-    for (const std::string& p : s.placements) {
+    for (std::size_t p = 0; p < s.placements().size(); ++p) {
       const Runs r = s.at(L, p);
       const std::size_t top = 2 * L;
       double check = 0.0;
-      for (const Record* m : r) check = std::max(check, m->get("check"));
+      for (const StreamRun* m : r) check = std::max(check, m->check);
       *worst = std::max(*worst, check);
       auto mean = [](const std::vector<double>& v) {
         double sum = 0.0;
@@ -224,14 +232,15 @@ Table summary_table(const Scan& s, double* worst) {
         return sum / static_cast<double>(v.size());
       };
       summary.add_row(
-          {std::to_string(L), p, fmt(over(r, [](const Record& m) { return m.get("loss"); })), fmt(at(r, "rms", 0)),
-           fmt(at(r, "rms", top)), fmt(over(r, [&](const Record& m) { return m.list("rms")[top] / m.list("rms")[0]; })),
-           fmt(at(r, "total", top)), fmt(at(r, "total", 0)),
-           fmt(over(r, [&](const Record& m) { return m.list("total")[0] / m.list("total")[top]; })),
-           fmt(over(r, [&](const Record& m) { return mean(m.list("ratio")); })),
-           fmt(over(r, [](const Record& m) {
+          {std::to_string(L), s.placements()[p], fmt(over(r, [](const StreamRun& m) { return m.loss; })),
+           fmt(at(r, &StreamRun::rms, 0)), fmt(at(r, &StreamRun::rms, top)),
+           fmt(over(r, [&](const StreamRun& m) { return m.rms[top] / m.rms[0]; })),
+           fmt(at(r, &StreamRun::total, top)), fmt(at(r, &StreamRun::total, 0)),
+           fmt(over(r, [&](const StreamRun& m) { return m.total[0] / m.total[top]; })),
+           fmt(over(r, [&](const StreamRun& m) { return mean(m.ratio); })),
+           fmt(over(r, [](const StreamRun& m) {
              double largest = 0.0;
-             for (double x : m.list("skip_vs_next")) largest = std::max(largest, x);
+             for (double x : m.skip_vs_next) largest = std::max(largest, x);
              return largest;
            })),
            fmt(check, 2)});
@@ -245,17 +254,17 @@ void report(const Scan& s, const std::filesystem::path& out) {
   for (std::size_t L : s.depths) {  // the tables, one set per depth
     std::printf("==== L = %zu ====\n\n", L);
     std::printf("forward: residual-stream RMS, mean over positions of sqrt(mean_c x^2)\n%s\n",
-                position_table(s, L, "rms", 2 * L + 1).to_text().c_str());
+                position_table(s, L, &StreamRun::rms, 2 * L + 1).to_text().c_str());
     std::printf("forward: |F(x)| / |x| of the sublayer that reads each position, the mean per-position RMS of its "
                 "branch over that of its skip input (0: the sublayer is the identity)\n%s\n",
-                position_table(s, L, "move", 2 * L).to_text().c_str());
+                position_table(s, L, &StreamRun::move, 2 * L).to_text().c_str());
     std::printf("backward: |dL/dx|, the gradient's norm at each stream position\n%s\n",
-                position_table(s, L, "total", 2 * L + 1).to_text().c_str());
+                position_table(s, L, &StreamRun::total, 2 * L + 1).to_text().c_str());
     std::printf("backward: |skip part|, what arrived through the next sublayer's skip path\n%s\n",
-                position_table(s, L, "skip", 2 * L).to_text().c_str());
+                position_table(s, L, &StreamRun::skip, 2 * L).to_text().c_str());
     std::printf("backward: |branch part|, what arrived through the next sublayer's branch\n%s\n",
-                position_table(s, L, "branch", 2 * L).to_text().c_str());
-    std::printf("backward: |branch part| / |skip part|\n%s\n", position_table(s, L, "ratio", 2 * L).to_text().c_str());
+                position_table(s, L, &StreamRun::branch, 2 * L).to_text().c_str());
+    std::printf("backward: |branch part| / |skip part|\n%s\n", position_table(s, L, &StreamRun::ratio, 2 * L).to_text().c_str());
     std::fflush(stdout);
   }
   double worst = 0.0;
@@ -275,16 +284,17 @@ void report(const Scan& s, const std::filesystem::path& out) {
     Plot rms{"residual-stream RMS" + at_L, xlabel, "mean per-position RMS", false, true, {}};
     Plot grad{"|dL/dx| at each stream position" + at_L, xlabel, "Frobenius norm", false, true, {}};
     Plot ratio{"|branch part| / |skip part| of the gradient" + at_L, xlabel, "ratio", false, true, {}};
-    for (const std::string& p : s.placements) {
-      const Runs r = s.at(L, p);
-      rms.series.push_back(series_of(p, r, "rms", 2 * L + 1));
-      grad.series.push_back(series_of(p, r, "total", 2 * L + 1));
-      ratio.series.push_back(series_of(p, r, "ratio", 2 * L));
+    for (std::size_t i = 0; i < s.placements().size(); ++i) {
+      const Runs r = s.at(L, i);
+      const std::string& p = s.placements()[i];
+      rms.series.push_back(series_of(p, r, &StreamRun::rms, 2 * L + 1));
+      grad.series.push_back(series_of(p, r, &StreamRun::total, 2 * L + 1));
+      ratio.series.push_back(series_of(p, r, &StreamRun::ratio, 2 * L));
       Plot split{p + ": the gradient at each stream position and its two parts" + at_L, xlabel, "Frobenius norm",
                  false, true, {}};
-      split.series.push_back(series_of("total", r, "total", 2 * L + 1));
-      split.series.push_back(series_of("skip part", r, "skip", 2 * L));
-      split.series.push_back(series_of("branch part", r, "branch", 2 * L));
+      split.series.push_back(series_of("total", r, &StreamRun::total, 2 * L + 1));
+      split.series.push_back(series_of("skip part", r, &StreamRun::skip, 2 * L));
+      split.series.push_back(series_of("branch part", r, &StreamRun::branch, 2 * L));
       draw_log(split, out, "split_" + file_part(p) + "_" + tag);
     }
     draw_log(rms, out, "stream_rms_" + tag);
@@ -400,13 +410,11 @@ int main(int argc, char** argv) {
       }
     Grid grid;
     grid.axis("layers", labels(depths)).axis("placement", ex.placements).axis("seed", labels(ex.seed_list()));
-    const auto results = ex.run_cells(
+    const auto runs = ex.run_cells<StreamRun>(
         grid, "layers", [&](const Cell& c) { return depths[c["layers"]] * (1 + steps); },
         [&](const Cell& c, Tick&) {
-          ModelOptions o = mo;
+          ModelOptions o = ex.cell_model(c);
           o.layers = depths[c["layers"]];
-          o.placement = ex.placements[c["placement"]];
-          o.seed = ex.seed_list()[c["seed"]];
           nn::TransformerLM model(o.config());
           const nn::Dataset& corpus = data[c["seed"]];
           // --html: the first seed's training steps, and the measured pass as step `steps`, always a snapshot
@@ -415,7 +423,7 @@ int main(int argc, char** argv) {
           StepSetup setup{&corpus, B, T, o.seed, {nn::ScheduleKind::warmup, lr, warmup, steps}, 0.0};
           setup.recorder = rec.get();
           if (steps) train(model, corpus, setup, steps);
-          Record r = measure(model, batches[c["seed"]]);
+          StreamRun r = measure(model, batches[c["seed"]]);
           if (!ex.dump.empty() && c["seed"] == 0)
             dump_model((std::filesystem::path(ex.dump) / (file_part(o.placement) + "-L" + std::to_string(o.layers))).string(), model,
                        nn::dump_batch(nn::dump_corpus(o.vocab, B, T, o.seed), B, T, o.seed));
@@ -423,8 +431,8 @@ int main(int argc, char** argv) {
           return r;
         });
     const double measure_seconds = seconds_since(program_start);
-    if (!results) return;
-    report(Scan{*results, depths, ex.placements}, ex.out);
+    if (!runs) return;
+    report(Scan{*runs, grid, depths}, ex.out);
     std::printf("time: measuring %.1f s, total %.1f s\n", measure_seconds, seconds_since(program_start));
   });
 }

@@ -4,7 +4,7 @@
 //
 //   build/bin/tape_demo            (scripts/demo builds and runs it)
 //
-// The listing names every entry's call site, tape_demo.cpp:44 to :48. docs/engine.md quotes the
+// The listing names every entry's call site, tape_demo.cpp:72 to :76. docs/engine.md quotes the
 // listing and a test (docs.engine_md_quotes_tape_demo) checks the quote, so the forward pass below
 // stays on those lines.
 #include <cstdio>
@@ -16,6 +16,33 @@
 #include "experiments/lib/harness.hpp"
 
 using namespace gs;
+
+namespace {
+
+// The gradients again, by central finite differences of the same loss; `values` are w1, b1, w2, b2
+// and the points.
+GradcheckResult check_by_differences(const std::vector<Array>& values, const Array& targets) {
+  return gradcheck(
+      [&](const std::vector<Var>& v) {
+        Var hh = tanh(matmul(v[4], v[0]) + v[1]);
+        Var e = matmul(hh, v[2]) + v[3] - Tape::current().constant(targets);
+        return mean(e * e);
+      },
+      values);
+}
+
+// One SGD step moves every parameter against its gradient; returns the loss after it.
+double loss_after_sgd_step(Parameter& w1, Parameter& b1, Parameter& w2, Parameter& b2, double lr, const Array& points,
+                           const Array& targets) {
+  for (Parameter* p : {&w1, &b1, &w2, &b2}) p->value() -= lr * p->grad();
+  Tape& tape = Tape::current();
+  tape.reset();
+  Var h2 = tanh(matmul(tape.constant(points), w1) + b1);
+  Var e2 = matmul(h2, w2) + b2 - tape.constant(targets);
+  return mean(e2 * e2).value()();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   experiments::Experiment ex("tape_demo",
@@ -62,22 +89,10 @@ int main(int argc, char** argv) {
       std::printf("graph: %s\n\n", graph.c_str());
     }
 
-    // The same gradients by central finite differences.
-    const GradcheckResult check = gradcheck(
-        [&](const std::vector<Var>& v) {
-          Var hh = tanh(matmul(v[4], v[0]) + v[1]);
-          Var e = matmul(hh, v[2]) + v[3] - Tape::current().constant(targets);
-          return mean(e * e);
-        },
-        {w1.value(), b1.value(), w2.value(), b2.value(), points});
+    const GradcheckResult check = check_by_differences({w1.value(), b1.value(), w2.value(), b2.value(), points}, targets);
     std::printf("%s\n", check.report.c_str());
-
-    // One SGD step moves every parameter against its gradient.
-    for (Parameter* p : {&w1, &b1, &w2, &b2}) p->value() -= lr * p->grad();
-    tape.reset();
-    Var h2 = tanh(matmul(tape.constant(points), w1) + b1);
-    Var e2 = matmul(h2, w2) + b2 - tape.constant(targets);
-    std::printf("after one SGD step with lr %.3g: loss = %.6f\n", lr, mean(e2 * e2).value()());
+    std::printf("after one SGD step with lr %.3g: loss = %.6f\n", lr,
+                loss_after_sgd_step(w1, b1, w2, b2, lr, points, targets));
     if (!check.ok) throw Error("the gradients differ from the finite differences (the report above)");
   });
 }

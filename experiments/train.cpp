@@ -10,8 +10,6 @@
 // that decides the run (resume.hpp), so a resumed run sees exactly the batches and learning rates the
 // uninterrupted run would have seen, and ends with the same weights, bit for bit.
 #include <chrono>
-#include <cmath>
-#include <cstdio>
 #include <memory>
 #include <optional>
 #include <random>
@@ -19,24 +17,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/engine.hpp"
+#include "experiments/lib/experiment.hpp"
 #include "experiments/lib/graph.hpp"
-#include "experiments/lib/harness.hpp"
 #include "experiments/lib/interrupt.hpp"
-#include "experiments/lib/report.hpp"
+#include "experiments/lib/outputs.hpp"
 #include "experiments/lib/resume.hpp"
-#include "experiments/lib/training_flags.hpp"
-#include "experiments/lib/training.hpp"
 #include "nn/io/checkpoint.hpp"
 #include "nn/io/checksum.hpp"
 #include "nn/io/config_json.hpp"
-#include "experiments/lib/outputs.hpp"
-#include "nn/optim.hpp"
-#include "nn/schedule.hpp"
-#include "nn/transformer_lm.hpp"
 
-using namespace gs;
-using namespace gs::experiments;
 using Clock = std::chrono::steady_clock;
 
 namespace {

@@ -17,22 +17,10 @@
 //
 //   build/bin/warmup                                          the default grid (a few minutes, 2 cores)
 //   build/bin/warmup --placements post,pre --lrs 1e-3,1e-2 --datasets markov --seeds 3
-#include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
 #include <map>
 
-#include "engine/engine.hpp"
-#include "experiments/lib/harness.hpp"
-#include "experiments/lib/training_flags.hpp"
-#include "experiments/lib/report.hpp"
-#include "experiments/lib/training.hpp"
-#include "nn/optim.hpp"
-#include "nn/transformer_lm.hpp"
-
-using namespace gs;
-using namespace gs::experiments;
+#include "experiments/lib/experiment.hpp"
 
 namespace {
 

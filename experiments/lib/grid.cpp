@@ -64,7 +64,7 @@ std::string Grid::describe(std::size_t cell) const {
   return s;
 }
 
-// ---- Record and Results ----
+// ---- Record ----
 
 const std::vector<double>& Record::list(const std::string& name) const {
   const auto it = quantities_.find(name);
@@ -78,25 +78,10 @@ double Record::get(const std::string& name) const {
   return v[0];
 }
 
-Results::Results(Grid grid, std::vector<Record> records) : grid_(std::move(grid)), records_(std::move(records)) {
-  if (records_.size() != grid_.size())
-    throw Error("results: " + std::to_string(records_.size()) + " records for " + std::to_string(grid_.size()) + " cells");
-}
-
-std::vector<const Record*> Results::where(const std::vector<std::pair<std::string, std::string>>& labels) const {
-  std::vector<std::pair<std::size_t, std::size_t>> wanted;  // (axis, position)
-  for (const auto& [name, l] : labels) {
-    const std::size_t a = grid_.axis_index(name);
-    const auto& all = grid_.labels(a);
-    const auto it = std::find(all.begin(), all.end(), l);
-    if (it == all.end()) throw Error("results: axis " + name + " has no label '" + l + "'");
-    wanted.push_back({a, static_cast<std::size_t>(it - all.begin())});
-  }
-  std::vector<const Record*> out;
-  for (std::size_t c = 0; c < records_.size(); ++c)
-    if (std::all_of(wanted.begin(), wanted.end(), [&](const auto& w) { return grid_.position(c, w.first) == w.second; }))
-      out.push_back(&records_[c]);
-  return out;
+std::size_t index_in(const std::vector<std::size_t>& values, std::size_t value) {
+  const auto it = std::find(values.begin(), values.end(), value);
+  if (it == values.end()) throw Error("grid: " + std::to_string(value) + " is not among the axis's values");
+  return static_cast<std::size_t>(it - values.begin());
 }
 
 std::vector<std::string> labels(const std::vector<std::size_t>& values) {

@@ -56,21 +56,6 @@ class Record {
   std::map<std::string, std::vector<double>> quantities_;
 };
 
-// Every cell's record, in cell order.
-class Results {
- public:
-  Results(Grid grid, std::vector<Record> records);
-  const Grid& grid() const { return grid_; }
-  const Record& at(std::size_t cell) const { return records_.at(cell); }
-  // The records of the cells whose label on each named axis is the one given, in cell order: e.g.
-  // where({{"placement", "pre"}, {"layers", "8"}}) is every seed of Pre-LN at 8 layers.
-  std::vector<const Record*> where(const std::vector<std::pair<std::string, std::string>>& labels) const;
-
- private:
-  Grid grid_;
-  std::vector<Record> records_;
-};
-
 // The runs of every seed (the last axis) of the cell at `positions` on the axes before it, in seed order:
 // seeds_of(runs, grid, {p, w}) on a grid (placement, warmup, seed) is the seeds of placement p, warmup w.
 template <class Run>
@@ -81,6 +66,9 @@ std::vector<const Run*> seeds_of(const std::vector<Run>& runs, const Grid& grid,
   for (std::size_t s = 0; s < seeds; ++s) out.push_back(&runs.at(first + s));
   return out;
 }
+
+// Where `value` is in `values` (a depth among the values of an axis "layers"); throws if it is not.
+std::size_t index_in(const std::vector<std::size_t>& values, std::size_t value);
 
 // Labels for an axis: "16"; a real number in its shortest exact form ("0.001").
 std::vector<std::string> labels(const std::vector<std::size_t>& values);

@@ -150,9 +150,9 @@ std::string Experiment::grid_flags() const {
   return flags;
 }
 
-std::optional<Results> Experiment::run_cells(const Grid& grid, const std::string& unit, const CostFn& cost,
-                                             const CellFn& measure) {
-  if (!merge.empty()) return Results(grid, read_shards(merge, grid, program, grid_flags()));
+std::optional<std::vector<Record>> Experiment::run_records(const Grid& grid, const std::string& unit, const CostFn& cost,
+                                                           const std::function<Record(const Cell&, Tick&)>& measure) {
+  if (!merge.empty()) return read_shards(merge, grid, program, grid_flags());
   const Shard s = shard.empty() ? Shard{} : parse_shard(shard);
   const std::vector<std::size_t> cells = s.cells(grid.size());
   std::size_t total = 0;
@@ -174,7 +174,7 @@ std::optional<Results> Experiment::run_cells(const Grid& grid, const std::string
     progress.advance(units - std::min(units, tick.done), tick.cell());
   });
   progress.finish();
-  if (shard.empty()) return Results(grid, std::move(records));
+  if (shard.empty()) return records;
   write_shard(out, grid, cells, records, program, s, grid_flags());
   std::printf("%s: shard %zu/%zu: %zu of the grid's %zu cells measured, written to %s/cells.csv; the tables: %s --merge "
               "DIR1,DIR2,... with the same flags\n",

@@ -78,7 +78,6 @@ struct FlagError : Error {
   using Error::Error;
 };
 
-using CellFn = std::function<Record(const Cell&, Tick&)>;
 using CostFn = std::function<std::size_t(const Cell&)>;  // a cell's progress units; null: 1 each
 
 class Experiment {
@@ -118,19 +117,16 @@ class Experiment {
   std::vector<unsigned> seed_list() const;  // --seed, --seed + 1, ..., --seed + --seeds - 1
   bool sharded() const { return !shard.empty(); }
 
-  // Every cell's record: measured here (on --jobs threads, each with its own tape), or read from the
+  // Every cell's run: measured here (on --jobs threads, each with its own tape), or read from the
   // shards of --merge. In a --shard run only the shard's cells are measured and written to --out;
-  // then it returns nothing, and the binary prints no tables.
-  std::optional<Results> run_cells(const Grid& grid, const std::string& unit, const CostFn& cost,
-                                   const CellFn& measure);
-  // The same with a typed result: measure returns a Run, which goes into a cell's Record by
-  // to_record(const Run&) and comes back by from_record(const Record&, Run&), the pair the experiment
-  // defines beside its Run. Every run comes back through the pair, measured here or merged: the tables
-  // see the same numbers either way. Returns the runs in cell order, or nothing in a --shard run.
+  // then it returns nothing, and the binary prints no tables. measure returns a Run, which goes into a
+  // cell's Record by to_record(const Run&) and comes back by from_record(const Record&, Run&), the pair
+  // the experiment defines beside its Run. Every run comes back through the pair, measured here or
+  // merged: the tables see the same numbers either way. Returns the runs in cell order.
   template <class Run>
   std::optional<std::vector<Run>> run_cells(const Grid& grid, const std::string& unit, const CostFn& cost,
                                             const std::function<Run(const Cell&, Tick&)>& measure) {
-    const auto records = run_cells(grid, unit, cost, [&](const Cell& c, Tick& tick) { return to_record(measure(c, tick)); });
+    const auto records = run_records(grid, unit, cost, [&](const Cell& c, Tick& tick) { return to_record(measure(c, tick)); });
     if (!records) return std::nullopt;
     std::vector<Run> runs(grid.size());
     for (std::size_t c = 0; c < grid.size(); ++c) from_record(records->at(c), runs[c]);
@@ -161,6 +157,9 @@ class Experiment {
   explorer::HtmlOptions html;  // --html --html-add --snapshot-steps
 
  private:
+  // run_cells on Records: every cell's record, measured or merged, or nothing in a --shard run.
+  std::optional<std::vector<Record>> run_records(const Grid& grid, const std::string& unit, const CostFn& cost,
+                                                 const std::function<Record(const Cell&, Tick&)>& measure);
   std::string grid_flags() const;  // the flags given that decide the numbers (not --out, --jobs, ...)
   // "" or why a flag given does not apply to this run: --mixln-post without a mixln placement, --dyt-alpha
   // without a DyT norm, an Adam hyperparameter with --optimizer sgd, --hold not less than --steps.

@@ -35,6 +35,39 @@ void sync_tree(const fs::path& dir) {
   if (rc != 0) throw Error("cannot sync " + dir.string() + " to the disk: " + std::strerror(e));
 }
 
+// Puts the complete directory `tmp` in place of `target` (in `parent`; `existed`: target is a
+// directory to replace) and removes the previous version: the second half of
+// write_directory_atomically (the header says how).
+void swap_into_place(const fs::path& tmp, const fs::path& target, const fs::path& parent, bool existed) {
+  std::error_code ec;
+  pause_point("directory.swapping");
+  // Into place in one step; an exchange leaves the previous version in tmp.
+  fs::path previous = tmp;
+  int rc = existed ? ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE)
+                   : ::rename(tmp.c_str(), target.c_str());
+  int err = rc == 0 ? 0 : errno;
+  if (existed && (err == EINVAL || err == ENOSYS || err == ENOTSUP)) {
+    // No exchange on this file system: two renames; a run killed between them leaves the previous
+    // version whole under the .old name.
+    previous = target;
+    previous += ".old-" + std::to_string(::getpid());
+    rc = ::rename(target.c_str(), previous.c_str());
+    if (rc == 0) rc = ::rename(tmp.c_str(), target.c_str());
+    err = rc == 0 ? 0 : errno;
+    if (rc != 0 && !fs::exists(target, ec)) fs::rename(previous, target, ec);  // put the previous version back
+  }
+  if (err != 0) {
+    fs::remove_all(tmp, ec);
+    throw Error("cannot put " + tmp.string() + " in place of " + target.string() + ": " + std::strerror(err));
+  }
+  fsync_directory(parent);
+  if (!existed) return;
+  pause_point("directory.cleaning");
+  fs::remove_all(previous, ec);
+  if (ec) throw Error("wrote " + target.string() + " but cannot remove its previous version " + previous.string() + ": " +
+                      ec.message());
+}
+
 }  // namespace
 
 // ---- writing ----
@@ -84,33 +117,7 @@ void write_directory_atomically(const fs::path& dir, const OutputTag& tag,
     fs::remove_all(tmp, ec);
     throw;
   }
-
-  pause_point("directory.swapping");
-  // Into place in one step; an exchange leaves the previous version in tmp.
-  fs::path previous = tmp;
-  int rc = existed ? ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE)
-                   : ::rename(tmp.c_str(), target.c_str());
-  int err = rc == 0 ? 0 : errno;
-  if (existed && (err == EINVAL || err == ENOSYS || err == ENOTSUP)) {
-    // No exchange on this file system: two renames; a run killed between them leaves the previous
-    // version whole under the .old name.
-    previous = target;
-    previous += ".old-" + std::to_string(::getpid());
-    rc = ::rename(target.c_str(), previous.c_str());
-    if (rc == 0) rc = ::rename(tmp.c_str(), target.c_str());
-    err = rc == 0 ? 0 : errno;
-    if (rc != 0 && !fs::exists(target, ec)) fs::rename(previous, target, ec);  // put the previous version back
-  }
-  if (err != 0) {
-    fs::remove_all(tmp, ec);
-    throw Error("cannot put " + tmp.string() + " in place of " + target.string() + ": " + std::strerror(err));
-  }
-  fsync_directory(parent);
-  if (!existed) return;
-  pause_point("directory.cleaning");
-  fs::remove_all(previous, ec);
-  if (ec) throw Error("wrote " + target.string() + " but cannot remove its previous version " + previous.string() + ": " +
-                      ec.message());
+  swap_into_place(tmp, target, parent, existed);
 }
 
 // ---- reading ----
