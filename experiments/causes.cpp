@@ -49,23 +49,12 @@
 //   build/bin/causes                                      every row, post and pre, 5 seeds, 300 steps
 //   build/bin/causes --rows "none,frozen blocks,clamp branch 1 x100" --placements post
 //   build/bin/causes --markov-order 1 --vocab 64 --lr 3e-3  the same rows on another corpus and lr
-#include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
 #include <functional>
 
-#include "engine/engine.hpp"
-#include "experiments/lib/harness.hpp"
-#include "experiments/lib/report.hpp"
+#include "experiments/lib/experiment.hpp"
 #include "analysis/step_measures.hpp"
-#include "experiments/lib/training.hpp"
-#include "experiments/lib/training_flags.hpp"
 #include "nn/transformer_lm.hpp"
-
-using namespace gs;
-using namespace gs::experiments;
-using namespace gs::analysis;
 
 namespace {
 
