@@ -21,6 +21,9 @@
 //   lr xM for N       every update M times larger for the first N steps, then the lr: oversized early steps
 //   reset G at S      at step S, the values of group G go back to their initial values (Adam's moments
 //                     stay); "reset adam at S" zeroes Adam's moments and its step count instead
+//   graft G at S      at step S, the values of group G become those of the same seed's "warmup W" run
+//                     (W = --group-warmup) at step S (Adam's moments stay): does the warmup run's G unstick
+//                     the stuck run?
 //   beta2 B           Adam's beta2 = B (--adam-beta2, default 0.999) instead of 0.98
 //   radam             rectified Adam (Liu et al. 2019): no adaptive step while its variance is intractable;
 //                     "radam beta2 B" the same with beta2 B. Its rectification ramps the step over about
@@ -79,8 +82,9 @@ struct CausesOptions {
   CorpusOptions corpus;
 };
 
-// What a row does to a parameter group (in_group): warm it up alone, keep it at init, or reset it.
-enum class GroupAct { none, warmup, freeze, reset };
+// What a row does to a parameter group (in_group): warm it up alone, keep it at init, reset it to init,
+// or graft onto it the values of a run with warmup.
+enum class GroupAct { none, warmup, freeze, reset, graft };
 
 // A row: its name and what it changes in the "none" run.
 struct Variant {
@@ -90,14 +94,14 @@ struct Variant {
   OptimizerSetup optimizer{};
   GroupAct act = GroupAct::none;
   std::string group{};          // the group it acts on ("adam": the optimizer's moments, for reset)
-  std::size_t group_steps = 0;  // warmup: its length; reset: the step at which it happens
+  std::size_t group_steps = 0;  // warmup: its length; reset, graft: the step at which it happens
   nn::BranchControl branch{};   // on for the first branch_steps steps
   std::size_t branch_steps = 0;
   double boost = 1.0;           // lr times boost for the first boost_steps steps
   std::size_t boost_steps = 0;
 };
 
-const char* const groups[] = {"emb", "lower", "upper", "head", "norms"};
+const char* const groups[] = {"emb", "lower", "upper", "blocks", "head", "norms"};
 
 // Every row, in table order; with `only` (--rows) given, just those it names.
 std::vector<Variant> variants(const CausesOptions& o, const std::vector<std::string>& only) {
@@ -120,6 +124,9 @@ std::vector<Variant> variants(const CausesOptions& o, const std::vector<std::str
                .boost_steps = o.boost_steps});
   for (const char* g : {"norms", "emb", "head", "blocks", "adam"})
     v.push_back({.name = std::string("reset ") + g + " at " + std::to_string(o.reset_step), .act = GroupAct::reset,
+                 .group = g, .group_steps = o.reset_step});
+  for (const char* g : {"norms", "emb", "head", "blocks"})
+    v.push_back({.name = std::string("graft ") + g + " at " + std::to_string(o.reset_step), .act = GroupAct::graft,
                  .group = g, .group_steps = o.reset_step});
   Variant beta2{.name = "beta2 " + label(o.beta2)};
   beta2.optimizer.beta2 = o.beta2;
@@ -173,9 +180,10 @@ bool in_group(const std::string& name, const std::string& group, std::size_t lay
   return group == "lower" ? 2 * index < layers : 2 * index >= layers;  // "upper"
 }
 
-// Sets step `step`'s branch control and per-parameter lr scales, and does the row's reset if it is due.
+// Sets step `step`'s branch control and per-parameter lr scales, and does the row's reset or graft if it
+// is due: the group's values become `source`'s (the initial values, or the warmup run's).
 void apply_row(const Variant& v, std::size_t step, nn::TransformerLM& model, nn::Optimizer& optimizer,
-               const std::vector<Array>& initial) {
+               const std::vector<Array>& source) {
   model.set_branch_control(step < v.branch_steps ? v.branch : nn::BranchControl{});
   const auto& params = optimizer.parameters();
   for (std::size_t p = 0; p < params.size(); ++p) {
@@ -186,7 +194,7 @@ void apply_row(const Variant& v, std::size_t step, nn::TransformerLM& model, nn:
     }
     optimizer.set_lr_scale(p, scale);
   }
-  if (v.act != GroupAct::reset || step != v.group_steps) return;
+  if ((v.act != GroupAct::reset && v.act != GroupAct::graft) || step != v.group_steps) return;
   if (v.group == "adam") {  // m = v = 0 and t = 0: Adam starts over, bias correction included
     for (std::size_t s = 0; s < optimizer.slot_names().size(); ++s)
       for (std::size_t p = 0; p < params.size(); ++p) optimizer.slot(s, p).fill(0.0);
@@ -196,7 +204,7 @@ void apply_row(const Variant& v, std::size_t step, nn::TransformerLM& model, nn:
   for (std::size_t p = 0; p < params.size(); ++p)
     if (in_group(params[p].name, v.group, model.config.layers)) {
       Parameter handle = params[p].parameter;  // a handle: shares the model's value
-      handle.value() = initial[p];
+      handle.value() = source[p];
     }
 }
 
@@ -258,6 +266,21 @@ struct WindowMeasures {
   }
 };
 
+// The parameter values of the same seed's "warmup W" row after `steps` steps (the graft rows' donor):
+// the same model, optimizer and batches, so they are that row's values at that step.
+std::vector<Array> warmup_values(const ModelOptions& m, const Corpus& corpus, const CausesOptions& o, std::size_t steps) {
+  nn::TransformerLM model(m.config());
+  const std::unique_ptr<nn::Optimizer> optimizer = OptimizerSetup{}.make(model);
+  const nn::Schedule schedule{nn::ScheduleKind::warmup, o.lr, o.group_warmup, o.steps, 0.1};
+  for (std::size_t step = 0; step < steps; ++step) {
+    if (!std::isfinite(forward_backward(model, training_batch(corpus.data, m.batch, m.seq, m.seed, step)))) break;
+    apply_update(*optimizer, schedule, step, 0.0);
+  }
+  std::vector<Array> values;
+  for (const nn::NamedParameter& p : optimizer->parameters()) values.push_back(p.parameter.value());
+  return values;
+}
+
 // One seed of one row.
 CausesRun run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, const CausesOptions& o, Tick& tick) {
   m.vocab = corpus.data.vocab();
@@ -265,8 +288,10 @@ CausesRun run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, 
   const std::unique_ptr<nn::Optimizer> optimizer = variant.optimizer.make(model);
   const double lr = variant.lr > 0 ? variant.lr : o.lr;
   const nn::Schedule schedule = variant.optimizer.with_hold({nn::ScheduleKind::warmup, lr, variant.warmup, o.steps, 0.1});
-  std::vector<Array> initial;
-  for (const nn::NamedParameter& p : optimizer->parameters()) initial.push_back(p.parameter.value());
+  std::vector<Array> source;  // what a reset or graft puts in place
+  if (variant.act == GroupAct::graft) source = warmup_values(m, corpus, o, variant.group_steps);
+  else
+    for (const nn::NamedParameter& p : optimizer->parameters()) source.push_back(p.parameter.value());
   Tape& tape = Tape::current();
   CausesRun run;
   WindowMeasures window;
@@ -274,7 +299,7 @@ CausesRun run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, 
   for (; step < o.steps; ++step) {
     const bool measured = step + o.window >= o.steps;
     tape.keep_contributions = measured;  // for the norm gain (through_norm)
-    apply_row(variant, step, model, *optimizer, initial);
+    apply_row(variant, step, model, *optimizer, source);
     const double loss = forward_backward(model, training_batch(corpus.data, m.batch, m.seq, m.seed, step));
     run.losses.push_back(loss);
     if (!std::isfinite(loss)) break;
@@ -431,9 +456,9 @@ int main(int argc, char** argv) {
   Experiment ex("causes", "Why Post-LN gets stuck without warmup, by intervention: at lr 1e-2 on the Markov corpus "
                 "(where warmup's grid finds Post-LN stuck and Pre-LN training), each row changes one thing -- a "
                 "backward-pass intervention, a clamp or scale of the branches, a warmup of one parameter group, "
-                "oversized first steps, a reset, Adam's beta2, RAdam, a hold, a warmup -- and trains every seed "
+                "oversized first steps, a reset or a graft, Adam's beta2, RAdam, a hold, a warmup -- and trains every seed "
                 "again; counts of trained/stuck/diverged and of seeds that beat a run with frozen blocks, the "
-                "final held-out loss, and the gradient and update measures. Default: 2 placements x 29 rows x 5 "
+                "final held-out loss, and the gradient and update measures. Default: 2 placements x 34 rows x 5 "
                 "seeds x 300 steps.",
                 "out/causes");
   ex.model = stability_model();
@@ -456,7 +481,7 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--group-warmup", o.group_warmup, "the per-group warmup rows' length W");
   add_flag(ex.app, "--boost", o.boost, "the oversized-steps row's M: the lr times M for its first steps");
   add_flag(ex.app, "--boost-steps", o.boost_steps, "the oversized-steps row's N");
-  add_flag(ex.app, "--reset-step", o.reset_step, "the reset rows' step S (below --steps)");
+  add_flag(ex.app, "--reset-step", o.reset_step, "the reset and graft rows' step S (below --steps)");
   add_corpus_flags(ex.app, o.corpus, false);
   ex.check_flags = [&]() -> std::string {
     if (o.window > o.steps) return "--window " + std::to_string(o.window) + " is more than --steps " + std::to_string(o.steps);
