@@ -79,7 +79,7 @@ struct CausesOptions {
   std::size_t boost_steps = 5;          // its N
   std::size_t reset_step = 100;         // S of the reset rows
   std::vector<std::string> rows;        // --rows: the rows to run, by name; empty: all
-  CorpusOptions corpus;
+  nn::CorpusOptions corpus;
 };
 
 // What a row does to a parameter group (in_group): warm it up alone, keep it at init, reset it to init,
@@ -268,13 +268,13 @@ struct WindowMeasures {
 
 // The parameter values of the same seed's "warmup W" row after `steps` steps (the graft rows' donor):
 // the same model, optimizer and batches, so they are that row's values at that step.
-std::vector<Array> warmup_values(const ModelOptions& m, const Corpus& corpus, const CausesOptions& o, std::size_t steps) {
+std::vector<Array> warmup_values(const ModelOptions& m, const nn::Corpus& corpus, const CausesOptions& o, std::size_t steps) {
   nn::TransformerLM model(m.config());
   const std::unique_ptr<nn::Optimizer> optimizer = OptimizerSetup{}.make(model);
   const nn::Schedule schedule{nn::ScheduleKind::warmup, o.lr, o.group_warmup, o.steps, 0.1};
   for (std::size_t step = 0; step < steps; ++step) {
-    if (!std::isfinite(forward_backward(model, training_batch(corpus.data, m.batch, m.seq, m.seed, step)))) break;
-    apply_update(*optimizer, schedule, step, 0.0);
+    if (!std::isfinite(nn::forward_backward(model, nn::training_batch(corpus.data, m.batch, m.seq, m.seed, step)))) break;
+    nn::apply_update(*optimizer, schedule, step, 0.0);
   }
   std::vector<Array> values;
   for (const nn::NamedParameter& p : optimizer->parameters()) values.push_back(p.parameter.value());
@@ -282,7 +282,7 @@ std::vector<Array> warmup_values(const ModelOptions& m, const Corpus& corpus, co
 }
 
 // One seed of one row.
-CausesRun run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, const CausesOptions& o, Tick& tick) {
+CausesRun run_one(ModelOptions m, const Variant& variant, const nn::Corpus& corpus, const CausesOptions& o, Tick& tick) {
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
   const std::unique_ptr<nn::Optimizer> optimizer = variant.optimizer.make(model);
@@ -300,7 +300,7 @@ CausesRun run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, 
     const bool measured = step + o.window >= o.steps;
     tape.keep_contributions = measured;  // for the norm gain (through_norm)
     apply_row(variant, step, model, *optimizer, source);
-    const double loss = forward_backward(model, training_batch(corpus.data, m.batch, m.seq, m.seed, step));
+    const double loss = nn::forward_backward(model, nn::training_batch(corpus.data, m.batch, m.seq, m.seed, step));
     run.losses.push_back(loss);
     if (!std::isfinite(loss)) break;
     if (measured) window.add(model, variant.optimizer.eps);
@@ -308,7 +308,7 @@ CausesRun run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, 
     const bool first_move = std::isnan(run.update_ratio) && schedule.lr(step) > 0;
     if (first_move)
       for (const nn::NamedParameter& p : optimizer->parameters()) before.push_back(p.parameter.value());
-    const Update u = apply_update(*optimizer, schedule, step, 0.0);
+    const nn::Update u = nn::apply_update(*optimizer, schedule, step, 0.0);
     if (first_move) run.update_ratio = update_ratio(before, optimizer->parameters());
     char what[96];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f", loss, u.lr, u.grad_norm);
@@ -317,7 +317,7 @@ CausesRun run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, 
   tape.keep_contributions = false;
   // the held-out loss is the model's as its last step ran it (with the branch control still on if it was)
   if (step == o.steps) {
-    run.final_loss = evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, m.seed);
+    run.final_loss = nn::evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, m.seed);
     window.into(run);
   }
   run.verdict = verdict_of(run.final_loss, Thresholds{corpus.uniform, corpus.unigram, o.margin});
@@ -353,7 +353,7 @@ Baseline baseline_of(const std::vector<CausesRun>& runs, const Grid& grid, const
 }
 
 Table causes_table(const std::vector<CausesRun>& runs, const Grid& grid, const std::vector<Variant>& rows,
-                   const Corpus& corpus, double margin) {
+                   const nn::Corpus& corpus, double margin) {
   Table t({"placement", "change", "trained", "stuck", "diverged", "beat frozen", "final loss", "gap/frozen", "g0/gL",
            "LN-in RMS", "LN gain", "b0 |g|/eps", "|dW|/|W| 1st"});
   for (std::size_t p = 0; p < grid.labels(0).size(); ++p) {
@@ -394,7 +394,7 @@ Table runs_table(const std::vector<CausesRun>& runs, const Grid& grid, const std
 // One plot per placement: the training loss of every row, the mean over seeds in 10-step windows (a
 // curve ends at the first window in which a seed's loss was NaN/Inf).
 void draw_curves(const std::vector<CausesRun>& runs, const Grid& grid, std::size_t p, const std::vector<Variant>& rows,
-                 const Corpus& corpus, std::size_t steps, const std::filesystem::path& dir) {
+                 const nn::Corpus& corpus, std::size_t steps, const std::filesystem::path& dir) {
   const std::size_t window = std::min<std::size_t>(10, steps);
   const std::string& placement = grid.labels(0)[p];
   Plot plot{placement + ": training loss (mean over seeds and " + std::to_string(window) + "-step windows)", "step",
@@ -409,7 +409,7 @@ void draw_curves(const std::vector<CausesRun>& runs, const Grid& grid, std::size
   draw(plot, dir, "curves_" + file_part(placement));
 }
 
-void print_setup(const Experiment& ex, const CausesOptions& o, const Corpus& corpus, std::size_t rows) {
+void print_setup(const Experiment& ex, const CausesOptions& o, const nn::Corpus& corpus, std::size_t rows) {
   const ModelOptions& mo = ex.model;
   std::printf("causes: %zu runs (%zu placements x %zu rows x %zu seeds), %zu steps each, lr %g\n",
               ex.placements.size() * rows * ex.seeds, ex.placements.size(), rows, ex.seeds, o.steps, o.lr);
@@ -429,8 +429,8 @@ void run(Experiment& ex, CausesOptions& o) {
   const std::vector<Variant> rows = variants(o, o.rows);
   std::vector<std::string> names;
   for (const Variant& v : rows) names.push_back(v.name);
-  ex.check_memory(mo.config(), 2, true, ex.placements.size() * rows.size() * ex.seeds, corpus_bytes(o.corpus, mo.vocab));
-  const Corpus corpus = build_corpus(o.corpus, mo.vocab, mo.seed, mo.seq);
+  ex.check_memory(mo.config(), 2, true, ex.placements.size() * rows.size() * ex.seeds, nn::corpus_bytes(o.corpus, mo.vocab));
+  const nn::Corpus corpus = nn::build_corpus(o.corpus, mo.vocab, mo.seed, mo.seq);
   print_setup(ex, o, corpus, rows.size());
   Grid grid;
   grid.axis("placement", ex.placements).axis("variant", names).axis("seed", labels(ex.seed_list()));

@@ -66,7 +66,7 @@ struct DynamicsOptions {
   std::size_t eval_batches = 20;
   double clip = 0.0;
   double margin = 0.05;
-  CorpusOptions corpus;  // --text (empty: the Markov corpus), --markov-order, --markov-concentration
+  nn::CorpusOptions corpus;  // --text (empty: the Markov corpus), --markov-order, --markov-concentration
   OptimizerSetup opt;  // Adam(0.9, 0.98, eps 1e-8) unless the flags say otherwise
 };
 
@@ -138,14 +138,14 @@ void measure_update(nn::TransformerLM& model, const nn::Batch& batch, const std:
 }
 
 // One run. With --html, the first seed's run is recorded for the explorer page.
-DynamicsRun run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const DynamicsOptions& o, Tick& tick,
+DynamicsRun run_one(ModelOptions m, std::size_t warmup, const nn::Corpus& corpus, const DynamicsOptions& o, Tick& tick,
                Experiment& ex, const Cell& cell) {
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
   const auto rec = cell["seed"] == 0 ? ex.recorder(cell.grid->describe(cell.index), model) : nullptr;
   const std::unique_ptr<nn::Optimizer> optimizer = o.opt.make(model);
   const nn::Schedule schedule = o.opt.with_hold({nn::ScheduleKind::warmup, o.lr, warmup, o.steps, 0.1});
-  std::mt19937_64 probe_rng = rng_for(m.seed, 0, RngPurpose::probe);
+  std::mt19937_64 probe_rng = nn::rng_for(m.seed, 0, nn::RngPurpose::probe);
   const nn::Batch probe = corpus.data.batch(nn::Split::validation, m.batch, m.seq, probe_rng);
   Tape::current().keep_contributions = true;  // for through_norm (this thread's tape)
   ProbePass before = probe_pass(model, probe);
@@ -154,15 +154,15 @@ DynamicsRun run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, co
   for (std::size_t step = 0; step < o.steps; ++step) {
     stop_if_requested(step);  // SIGINT/SIGTERM: stop between steps (interrupt.hpp)
     StepRecord r;
-    const nn::Batch batch = training_batch(corpus.data, m.batch, m.seq, m.seed, step);
-    r.loss = forward_backward(model, batch);
+    const nn::Batch batch = nn::training_batch(corpus.data, m.batch, m.seq, m.seed, step);
+    r.loss = nn::forward_backward(model, batch);
     if (!std::isfinite(r.loss)) break;
     read_tape(model, r);
     r.token_share = before.token_share;
     const double loss_before = last_loss(model);
     if (rec) rec->record_pass(step, Tape::current(), r.loss);
     const std::vector<Array> weights_before = parameter_values(model), grads = parameter_grads(model);
-    const Update u = apply_update(*optimizer, schedule, step, o.clip);
+    const nn::Update u = nn::apply_update(*optimizer, schedule, step, o.clip);
     r.update_ratio = update_ratios(weights_before, model);
     if (rec) rec->record_update(step);
     measure_update(model, batch, weights_before, grads, loss_before, starts, r);
@@ -189,7 +189,7 @@ DynamicsRun run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, co
     steps.push_back(std::move(r));
   }
   Tape::current().keep_contributions = false;
-  const double final_loss = steps.size() == o.steps ? evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, m.seed) : NAN;
+  const double final_loss = steps.size() == o.steps ? nn::evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, m.seed) : NAN;
   const Verdict verdict = verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, o.margin});
   if (rec) {
     rec->run().facts = {{"program", "dynamics"}, {"run", cell.grid->describe(cell.index)}, {"data", corpus.name},
@@ -321,7 +321,7 @@ void emit(const Runs& runs, const std::string& heading, std::vector<std::string>
   t.write_csv(dir / (name + ".csv"));
 }
 
-void link_tables(const Runs& runs, const Corpus& corpus, const DynamicsOptions& o, const std::filesystem::path& dir) {
+void link_tables(const Runs& runs, const nn::Corpus& corpus, const DynamicsOptions& o, const std::filesystem::path& dir) {
   const std::size_t n = o.steps, e = std::min(o.early, n), k = std::max<std::size_t>(1, n / 10);
   const std::string early = "steps 1-" + std::to_string(e), end = "last " + std::to_string(k);
 
@@ -463,7 +463,7 @@ void write_steps_csv(const Runs& runs, const ModelOptions& mo, unsigned seed0, c
   t.write_csv(dir / "steps.csv");
 }
 
-void plots(const Runs& runs, const Corpus& corpus, const ModelOptions& mo, const DynamicsOptions& o,
+void plots(const Runs& runs, const nn::Corpus& corpus, const ModelOptions& mo, const DynamicsOptions& o,
            const std::filesystem::path& dir) {
   const double n = static_cast<double>(o.steps);
   draw_runs(runs, train_loss, "training loss", "loss (nats)", false, dir, "loss",
@@ -509,7 +509,7 @@ std::vector<std::size_t> shown_steps(std::size_t e) {
 }
 
 // A row per run and step 1..--early-window (printed at shown_steps, every step in early_window.csv).
-void early_window_table(const Runs& runs, const Corpus& corpus, const ModelOptions& mo, const DynamicsOptions& o,
+void early_window_table(const Runs& runs, const nn::Corpus& corpus, const ModelOptions& mo, const DynamicsOptions& o,
                         const std::filesystem::path& dir) {
   const std::size_t e = std::min(o.early_window, o.steps), top = mo.layers - 1;
   const std::vector<std::string> cols = {"run", "step", "loss", "upd b0", "upd top", "spec b0", "spec top",
@@ -570,8 +570,8 @@ void run(Experiment& ex, DynamicsOptions& o) {
   nn::ModelConfig largest = mo.config();
   largest.vocab = o.corpus.text.empty() ? mo.vocab : 256;
   const std::size_t runs = ex.placements.size() * o.warmups.size() * ex.seeds;
-  ex.check_memory(largest, 2, true, runs, corpus_bytes(o.corpus, mo.vocab));
-  const Corpus corpus = build_corpus(o.corpus, mo.vocab, mo.seed, mo.seq);
+  ex.check_memory(largest, 2, true, runs, nn::corpus_bytes(o.corpus, mo.vocab));
+  const nn::Corpus corpus = nn::build_corpus(o.corpus, mo.vocab, mo.seed, mo.seq);
   std::printf(
       "dynamics: %s (vocab %zu); layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; %s, "
       "lr %g, linear warmup then constant, clip %s; %zu steps; seeds %u..%zu\n",

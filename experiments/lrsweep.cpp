@@ -97,7 +97,7 @@ void from_record(const Record& r, SweepRun& run) {
 }
 
 // One run. With --html, the first seed's run is recorded for the explorer page.
-SweepRun run_one(ModelOptions m, const Variant& v, const Corpus& corpus, double lr, const SweepOptions& so,
+SweepRun run_one(ModelOptions m, const Variant& v, const nn::Corpus& corpus, double lr, const SweepOptions& so,
                  OptimizerSetup opt, Tick& tick, Experiment& ex, const Cell& cell) {
   m.vocab = corpus.data.vocab();
   m.placement = v.placement;
@@ -108,13 +108,12 @@ SweepRun run_one(ModelOptions m, const Variant& v, const Corpus& corpus, double 
   const std::unique_ptr<nn::Optimizer> optimizer = opt.make(model);
   const std::size_t warmup = v.warmup ? so.warmup : 0;
   const nn::Schedule schedule = opt.with_hold({nn::ScheduleKind::cosine, lr, warmup, so.steps, 0.1});
-  StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0};
   const auto rec = cell["seed"] == 0 ? ex.recorder(cell.grid->describe(cell.index), model) : nullptr;
-  setup.recorder = rec.get();
+  const nn::StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0, step_hooks(model, rec.get())};
   SweepRun run;
-  run.init_loss = evaluate(model, corpus.data, m.batch, m.seq, so.eval_batches, m.seed);
+  run.init_loss = nn::evaluate(model, corpus.data, m.batch, m.seq, so.eval_batches, m.seed);
   for (std::size_t step = 0; step < so.steps; ++step) {
-    const StepResult s = train_step(model, *optimizer, setup, step);
+    const nn::StepResult s = nn::train_step(model, *optimizer, setup, step);
     run.losses.push_back(s.loss);
     if (!s.finite()) {
       run.blew_up = step + 1;
@@ -130,7 +129,7 @@ SweepRun run_one(ModelOptions m, const Variant& v, const Corpus& corpus, double 
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e", s.loss, s.lr);
     tick(1, what);
   }
-  run.final_loss = run.blew_up ? NAN : evaluate(model, corpus.data, m.batch, m.seq, so.eval_batches, m.seed);
+  run.final_loss = run.blew_up ? NAN : nn::evaluate(model, corpus.data, m.batch, m.seq, so.eval_batches, m.seed);
   if (rec) {
     rec->run().facts = {{"program", "lrsweep"}, {"run", cell.grid->describe(cell.index)}, {"data", corpus.name},
                         {"held-out loss", fmt(run.final_loss)}};
@@ -279,7 +278,7 @@ void write_runs_csv(const Sweep& s, const std::vector<unsigned>& seeds, const st
   steps.write_csv(dir / "steps.csv");
 }
 
-void report(const Sweep& s, const Corpus& corpus, const std::vector<unsigned>& seeds, const std::filesystem::path& dir) {
+void report(const Sweep& s, const nn::Corpus& corpus, const std::vector<unsigned>& seeds, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   lr_table(s, nullptr, "final held-out loss (mean ± std over " + std::to_string(seeds.size()) +
                            " seeds; NaN: the loss became NaN/Inf)", dir, "final_loss");
@@ -314,8 +313,8 @@ void run(Experiment& ex, SweepOptions& so, const OptimizerSetup& opt) {
   if (so.warmup > so.steps)
     throw FlagError("--warmup " + std::to_string(so.warmup) + " is more than --steps " + std::to_string(so.steps));
   const std::size_t cells = variants.size() * so.lrs.size() * ex.seeds;
-  ex.check_memory(mo.config(), 2, ex.html_wanted(), cells, corpus_bytes({}, mo.vocab));
-  const Corpus corpus = build_corpus({}, mo.vocab, mo.seed, mo.seq);
+  ex.check_memory(mo.config(), 2, ex.html_wanted(), cells, nn::corpus_bytes({}, mo.vocab));
+  const nn::Corpus corpus = nn::build_corpus({}, mo.vocab, mo.seed, mo.seq);
   std::printf("lrsweep: %zu runs (%zu variants x %zu lrs x %zu seeds), %zu steps each\n", cells, variants.size(),
               so.lrs.size(), ex.seeds, so.steps);
   std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu%s\n", mo.layers,

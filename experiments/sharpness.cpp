@@ -120,21 +120,21 @@ struct Run {
   nn::TransformerLM model;
   nn::Adam adam;
   nn::Schedule schedule;
-  StepSetup setup;
+  nn::StepSetup setup;
   nn::Batch batch;  // the measurement batch: one held-out batch of the seed
-  Run(const ModelOptions& m, const Corpus& corpus, double lr, std::size_t warmup, std::size_t steps)
+  Run(const ModelOptions& m, const nn::Corpus& corpus, double lr, std::size_t warmup, std::size_t steps)
       : model(m.config()),
         adam(model.named_parameters(), nn::AdamOptions{adam_beta1, 0.98, 1e-8, 0.0, false}),
         schedule{nn::ScheduleKind::warmup, lr, warmup, steps, 0.1},
-        setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0} {
-    std::mt19937_64 rng = rng_for(m.seed, 0, RngPurpose::probe);
+        setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0, step_hooks(model)} {
+    std::mt19937_64 rng = nn::rng_for(m.seed, 0, nn::RngPurpose::probe);
     batch = corpus.data.batch(nn::Split::validation, m.batch, m.seq, rng);
   }
 };
 
 // Step 0: the loss, H at the initial parameters, and P with P of the first update (at the initial
 // parameters too), unless the first step's loss was NaN/Inf.
-SharpnessRun measure_init(const ModelOptions& m, const Corpus& corpus, const SharpnessOptions& go, Tick& tick) {
+SharpnessRun measure_init(const ModelOptions& m, const nn::Corpus& corpus, const SharpnessOptions& go, Tick& tick) {
   Run run(m, corpus, go.lrs[0], 0, go.steps);
   const std::vector<CurvatureScope> scopes = curvature_scopes(run.model);
   const std::vector<Parameter> params = parameter_handles(run.model);
@@ -144,14 +144,14 @@ SharpnessRun measure_init(const ModelOptions& m, const Corpus& corpus, const Sha
   r.loss.push_back(measure.loss());
   measure.H(0);
   const std::vector<Array> before = values_of(params);
-  if (train_step(run.model, run.adam, run.setup, 0).finite()) {
+  if (nn::train_step(run.model, run.adam, run.setup, 0).finite()) {
     set_values(params, before);
     measure.P(0, run.adam.preconditioner());
   }
   return r;
 }
 
-SharpnessRun run_one(const ModelOptions& m, const Corpus& corpus, double lr, std::size_t warmup,
+SharpnessRun run_one(const ModelOptions& m, const nn::Corpus& corpus, double lr, std::size_t warmup,
                      const SharpnessOptions& go, const SharpnessRun& init, Tick& tick) {
   Run run(m, corpus, lr, warmup, go.steps);
   const std::vector<CurvatureScope> scopes = curvature_scopes(run.model);
@@ -160,7 +160,7 @@ SharpnessRun run_one(const ModelOptions& m, const Corpus& corpus, double lr, std
   r.lr.push_back(run.schedule.lr(0));
   Measurer measure{run.model, run.batch, scopes, go.lanczos, r, tick};
   for (std::size_t s = 0; s < go.steps && r.blew_up == 0; ++s) {
-    if (!train_step(run.model, run.adam, run.setup, s).finite()) r.blew_up = s + 1;
+    if (!nn::train_step(run.model, run.adam, run.setup, s).finite()) r.blew_up = s + 1;
     const std::size_t taken = s + 1;  // updates taken
     if (r.blew_up == 0 && taken % go.every == 0) {
       r.steps.push_back(static_cast<double>(taken));
@@ -170,7 +170,7 @@ SharpnessRun run_one(const ModelOptions& m, const Corpus& corpus, double lr, std
       measure.P(taken, run.adam.preconditioner());
     }
   }
-  r.final_loss = r.blew_up ? NAN : evaluate(run.model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
+  r.final_loss = r.blew_up ? NAN : nn::evaluate(run.model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
   r.verdict = verdict_of(r.final_loss, Thresholds{corpus.uniform, corpus.unigram, go.margin});
   return r;
 }
@@ -186,7 +186,7 @@ void dump_with_lambda(const Experiment& ex, const LanczosOptions& lanczos) {
   dump_model(ex.dump, model, batch, {{"lambda_max", Array{c.lambda_max}}});
 }
 
-void print_setup(const Experiment& ex, const SharpnessOptions& go, const Corpus& corpus, std::size_t blocks) {
+void print_setup(const Experiment& ex, const SharpnessOptions& go, const nn::Corpus& corpus, std::size_t blocks) {
   const ModelOptions& mo = ex.model;
   std::string at;
   for (std::size_t k : measured_steps(go)) at += (at.empty() ? "" : ", ") + std::to_string(k);
@@ -218,8 +218,8 @@ void run(Experiment& ex, SharpnessOptions& go) {
   keep_first_of_each(go.warmups);
   if (go.every > go.steps) throw FlagError("--every " + std::to_string(go.every) + " is more than --steps " + std::to_string(go.steps));
   const std::size_t cells = ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
-  ex.check_memory(mo.config(), 2, false, cells, corpus_bytes(go.corpus, mo.vocab));
-  const Corpus corpus = build_corpus(go.corpus, mo.vocab, mo.seed, mo.seq);
+  ex.check_memory(mo.config(), 2, false, cells, nn::corpus_bytes(go.corpus, mo.vocab));
+  const nn::Corpus corpus = nn::build_corpus(go.corpus, mo.vocab, mo.seed, mo.seq);
   const std::vector<CurvatureScope> scopes = curvature_scopes(nn::TransformerLM(mo.config()));
   print_setup(ex, go, corpus, scopes.size() - 1);
   Grid grid;

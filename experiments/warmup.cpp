@@ -32,7 +32,7 @@ struct GridOptions {
   std::size_t eval_batches = 20;
   double clip = 0.0;
   double margin = 0.05;
-  CorpusOptions corpus;     // --markov-order, --markov-concentration; --text is the text corpus's file
+  nn::CorpusOptions corpus;     // --markov-order, --markov-concentration; --text is the text corpus's file
   std::size_t window = 10;  // steps per point of the loss curves
   OptimizerSetup opt;       // Adam(0.9, 0.98, eps 1e-8) unless the flags say otherwise
 };
@@ -57,25 +57,24 @@ void from_record(const Record& r, WarmupRun& run) {
 
 // One run of the grid: a fresh model, Adam(0.9, 0.98), --steps steps, then the held-out loss.
 // With --html, the first seed's run is recorded for the explorer page.
-WarmupRun run_one(ModelOptions m, const Corpus& corpus, double lr, std::size_t warmup, const GridOptions& go, Tick& tick,
+WarmupRun run_one(ModelOptions m, const nn::Corpus& corpus, double lr, std::size_t warmup, const GridOptions& go, Tick& tick,
                   Experiment& ex, const Cell& cell) {
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
   const std::unique_ptr<nn::Optimizer> optimizer = go.opt.make(model);
   const nn::Schedule schedule = go.opt.with_hold({nn::ScheduleKind::warmup, lr, warmup, go.steps, 0.1});
-  StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, go.clip};
   const auto rec = cell["seed"] == 0 ? ex.recorder(cell.grid->describe(cell.index), model) : nullptr;
-  setup.recorder = rec.get();
+  const nn::StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, go.clip, step_hooks(model, rec.get())};
   WarmupRun run;
   for (std::size_t step = 0; step < go.steps && run.blew_up == 0; ++step) {
-    const StepResult s = train_step(model, *optimizer, setup, step);
+    const nn::StepResult s = nn::train_step(model, *optimizer, setup, step);
     run.losses.push_back(s.loss);
     if (!s.finite()) run.blew_up = step + 1;
     char what[96];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f", s.loss, s.lr, s.grad_norm);
     tick(1, what);
   }
-  run.final_loss = run.blew_up ? NAN : evaluate(model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
+  run.final_loss = run.blew_up ? NAN : nn::evaluate(model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
   run.verdict = verdict_of(run.final_loss, Thresholds{corpus.uniform, corpus.unigram, go.margin});
   if (rec) {
     rec->run().facts = {{"program", "warmup"}, {"run", cell.grid->describe(cell.index)}, {"data", corpus.name},
@@ -120,7 +119,7 @@ std::string lr_text(double lr) { return fmt(lr, 3); }
 
 // The grid of one corpus as a table: a row per (placement, warmup), a column per learning rate, each
 // cell "final loss verdict" (and the gap to the floor for trained Markov runs).
-Table corpus_table(const Runs& g, std::size_t d, const Corpus& corpus) {
+Table corpus_table(const Runs& g, std::size_t d, const nn::Corpus& corpus) {
   std::vector<std::string> columns = {"placement", "warmup"};
   for (double lr : g.go.lrs) columns.push_back("lr " + lr_text(lr));
   Table t(columns);
@@ -142,13 +141,13 @@ Table corpus_table(const Runs& g, std::size_t d, const Corpus& corpus) {
 }
 
 // Every run (one row per seed, in the grid's order): what runs.csv holds.
-Table runs_table(const Runs& g, const std::vector<Corpus>& corpora, const std::vector<unsigned>& seeds) {
+Table runs_table(const Runs& g, const std::vector<nn::Corpus>& corpora, const std::vector<unsigned>& seeds) {
   Table t({"dataset", "placement", "warmup", "lr", "seed", "final_loss", "verdict", "nan_at_step", "uniform_logV",
            "unigram_H1", "margin", "floor", "gap_to_floor"});
   for (std::size_t i = 0; i < g.grid.size(); ++i) {
     const Cell c{&g.grid, i};
     const WarmupRun& r = g.runs[i];
-    const Corpus& corpus = corpora[c["dataset"]];
+    const nn::Corpus& corpus = corpora[c["dataset"]];
     t.add_row({g.go.datasets[c["dataset"]], g.placements()[c["placement"]], std::to_string(g.go.warmups[c["warmup"]]),
                lr_text(g.go.lrs[c["lr"]]), std::to_string(seeds[c["seed"]]), fmt(r.final_loss, 6), to_string(r.verdict),
                std::to_string(r.blew_up), fmt(corpus.uniform, 6), fmt(corpus.unigram, 6),
@@ -158,7 +157,7 @@ Table runs_table(const Runs& g, const std::vector<Corpus>& corpora, const std::v
 }
 
 // One plot per (corpus, placement): the training-loss curves of every (lr, warmup).
-void draw_curves(const Runs& g, std::size_t d, const Corpus& corpus, const std::filesystem::path& dir) {
+void draw_curves(const Runs& g, std::size_t d, const nn::Corpus& corpus, const std::filesystem::path& dir) {
   const GridOptions& go = g.go;
   const std::string& name = go.datasets[d];
   for (std::size_t p = 0; p < g.placements().size(); ++p) {
@@ -189,7 +188,7 @@ void draw_curves(const Runs& g, std::size_t d, const Corpus& corpus, const std::
 }
 
 // One plot per (corpus, warmup): final held-out loss against the learning rate, a line per placement.
-void draw_finals(const Runs& g, std::size_t d, const Corpus& corpus, const std::filesystem::path& dir) {
+void draw_finals(const Runs& g, std::size_t d, const nn::Corpus& corpus, const std::filesystem::path& dir) {
   const GridOptions& go = g.go;
   const std::string& name = go.datasets[d];
   for (std::size_t w = 0; w < go.warmups.size(); ++w) {
@@ -215,7 +214,7 @@ void draw_finals(const Runs& g, std::size_t d, const Corpus& corpus, const std::
   }
 }
 
-void print_corpus(const std::string& name, const Corpus& c, double margin) {
+void print_corpus(const std::string& name, const nn::Corpus& c, double margin) {
   std::printf("\n%s: %s, vocab %zu, %zu training / %zu held-out tokens\n", name.c_str(), c.name.c_str(),
               c.data.vocab(), c.data.tokens(nn::Split::train).size(), c.data.tokens(nn::Split::validation).size());
   std::printf("  uniform loss log V = %.4f; unigram entropy H1 = %.4f", c.uniform, c.unigram);
@@ -226,7 +225,7 @@ void print_corpus(const std::string& name, const Corpus& c, double margin) {
       c.uniform + margin, margin, c.unigram - margin, margin);
 }
 
-void report(const Runs& g, const std::vector<Corpus>& corpora, const std::vector<unsigned>& seeds,
+void report(const Runs& g, const std::vector<nn::Corpus>& corpora, const std::vector<unsigned>& seeds,
             const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   for (std::size_t d = 0; d < corpora.size(); ++d) {
@@ -245,12 +244,12 @@ void report(const Runs& g, const std::vector<Corpus>& corpora, const std::vector
       dir.string().c_str());
 }
 
-std::vector<Corpus> load_corpora(const GridOptions& go, const ModelOptions& mo) {
-  std::vector<Corpus> corpora;
+std::vector<nn::Corpus> load_corpora(const GridOptions& go, const ModelOptions& mo) {
+  std::vector<nn::Corpus> corpora;
   for (const std::string& name : go.datasets) {
-    CorpusOptions one = go.corpus;
+    nn::CorpusOptions one = go.corpus;
     if (name != "text") one.text.clear();
-    corpora.push_back(build_corpus(one, mo.vocab, mo.seed, mo.seq));
+    corpora.push_back(nn::build_corpus(one, mo.vocab, mo.seed, mo.seq));
   }
   return corpora;
 }
@@ -266,10 +265,10 @@ void run(Experiment& ex, GridOptions& go) {
   nn::ModelConfig largest = mo.config();
   largest.vocab = std::max<std::size_t>(mo.vocab, text ? 256 : 0);
   const std::size_t cells = go.datasets.size() * ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
-  CorpusOptions markov = go.corpus;
+  nn::CorpusOptions markov = go.corpus;
   markov.text.clear();
-  ex.check_memory(largest, 2, ex.html_wanted(), cells, corpus_bytes(markov, mo.vocab) + (text ? corpus_bytes(go.corpus, 0) : 0));
-  const std::vector<Corpus> corpora = load_corpora(go, mo);
+  ex.check_memory(largest, 2, ex.html_wanted(), cells, nn::corpus_bytes(markov, mo.vocab) + (text ? nn::corpus_bytes(go.corpus, 0) : 0));
+  const std::vector<nn::Corpus> corpora = load_corpora(go, mo);
   std::printf("warmup: %zu runs (%zu placements x %zu lrs x %zu warmups x %zu corpora x %zu seeds), %zu steps each\n",
               cells, ex.placements.size(), go.lrs.size(), go.warmups.size(), corpora.size(), ex.seeds, go.steps);
   std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu%s\n", mo.layers,

@@ -45,7 +45,7 @@ void Experiment::record_init_pass(std::size_t order, const std::string& name, co
   Tape& tape = Tape::current();
   const bool keep = tape.keep_contributions;
   tape.keep_contributions = true;
-  const double loss = forward_backward(m, batch);
+  const double loss = nn::forward_backward(m, batch);
   if (std::isfinite(loss)) rec.record_pass(0, tape, loss);
   tape.keep_contributions = keep;
   tape.reset();

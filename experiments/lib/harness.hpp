@@ -104,8 +104,8 @@ class Experiment {
   void add_html_flags();
   void add_overwrite_flag();  // --overwrite (into html.overwrite), once, for --graph and --html
   bool html_wanted() const { return html.wanted(); }
-  // A recorder for the run `name` of `model` when --html is given, else null. Pass it to train_step
-  // (StepSetup::recorder), or call its record_pass/record_update; then add_run(order, rec->take()).
+  // A recorder for the run `name` of `model` when --html is given, else null. Pass it to step_hooks
+  // (training.hpp) for nn::train_step, or call its record_pass/record_update; then add_run(order, rec->take()).
   std::unique_ptr<explorer::RunRecorder> recorder(const std::string& name, const nn::TransformerLM& model) const;
   // Puts a recorded run into the page; the page lists runs by `order` (a cell's index). Any thread.
   void add_run(std::size_t order, explorer::Run run);

@@ -26,7 +26,7 @@ struct SharpnessOptions {
   std::size_t every = 30;  // 5 measurements of 120 steps: the budget of a few minutes on 2 cores
   std::size_t eval_batches = 10;
   double margin = 0.05;
-  CorpusOptions corpus;  // the Markov corpus only (--markov-order, --markov-concentration)
+  nn::CorpusOptions corpus;  // the Markov corpus only (--markov-order, --markov-concentration)
   analysis::LanczosOptions lanczos{1, 20, 1e-3, 1};
 };
 

@@ -22,7 +22,7 @@ void add_optimizer_flags(CLI::App& app, OptimizerSetup& s, bool with_choice) {
            "(nn/interventions.hpp; the forward pass is unchanged)")->type_name("NAME[,NAME...]");
 }
 
-void add_corpus_flags(CLI::App& app, CorpusOptions& c, bool with_text) {
+void add_corpus_flags(CLI::App& app, nn::CorpusOptions& c, bool with_text) {
   if (with_text)
     add_flag(app, "--text", c.text, "a text file to train on, one token per distinct byte (default: Markov corpus)");
   add_flag(app, "--markov-order", c.order, "Markov corpus: tokens of context");

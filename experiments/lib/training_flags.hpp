@@ -14,6 +14,6 @@ class App;
 namespace gs::experiments {
 
 void add_optimizer_flags(CLI::App& app, OptimizerSetup& setup, bool with_choice);
-void add_corpus_flags(CLI::App& app, CorpusOptions& corpus, bool with_text);
+void add_corpus_flags(CLI::App& app, nn::CorpusOptions& corpus, bool with_text);
 
 }  // namespace gs::experiments
