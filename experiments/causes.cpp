@@ -61,12 +61,8 @@
 
 namespace {
 
-struct CausesOptions {
+struct CausesOptions : TrainingOptions {  // --steps 300 --eval-batches 20 --margin 0.05 --window 10
   double lr = 1e-2;
-  std::size_t steps = 300;
-  std::size_t eval_batches = 20;
-  double margin = 0.05;
-  std::size_t window = 10;              // the last steps the end-of-run measures are averaged over
   std::vector<std::size_t> warmups = {5, 20, 100};
   std::size_t hold = 20;                // the hold row's N
   double beta2 = 0.999;                 // the beta2 rows' beta2
@@ -466,10 +462,9 @@ int main(int argc, char** argv) {
   ex.seeds = 5;
   CausesOptions o;
   add_flag(ex.app, "--lr", o.lr, "the learning rate of every row (constant after any warmup)");
-  add_flag(ex.app, "--steps", o.steps, "training steps per run");
-  add_flag(ex.app, "--eval-batches", o.eval_batches, "held-out batches averaged for the final loss");
-  add_flag(ex.app, "--margin", o.margin, "verdict margin in nats (as in warmup; also for 'beat frozen')");
-  add_flag(ex.app, "--window", o.window, "the last steps over which g0/gL, LN-in RMS, LN gain and b0 |g|/eps are averaged");
+  add_training_flags(ex.app, o, {"--steps", "--eval-batches", "--margin", "--window"});
+  describe(ex.app, "--margin", "verdict margin in nats (as in warmup; also for 'beat frozen')");
+  describe(ex.app, "--window", "the last steps over which g0/gL, LN-in RMS, LN gain and b0 |g|/eps are averaged");
   add_flag(ex.app, "--rows", o.rows, "the rows to run, by their names as the table prints them (comma-separated; default all)");
   add_flag(ex.app, "--warmups", o.warmups, "the warmup rows' lengths W (comma-separated)");
   add_flag(ex.app, "--hold", o.hold, "the hold row's N: steps at lr 0 that update Adam's moments");

@@ -57,15 +57,11 @@
 
 namespace {
 
-struct DynamicsOptions {
+struct DynamicsOptions : TrainingOptions {  // --steps 300 --eval-batches 20 --clip 0 --margin 0.05
   std::vector<std::size_t> warmups = {0, 100};
   double lr = 1e-2;
-  std::size_t steps = 300;
   std::size_t early = 10;  // link (1): the "first steps" window
   std::size_t early_window = 30;  // the early-window table: steps 1..early_window
-  std::size_t eval_batches = 20;
-  double clip = 0.0;
-  double margin = 0.05;
   nn::CorpusOptions corpus;  // --text (empty: the Markov corpus), --markov-order, --markov-concentration
   OptimizerSetup opt;  // Adam(0.9, 0.98, eps 1e-8) unless the flags say otherwise
 };
@@ -614,13 +610,11 @@ int main(int argc, char** argv) {
   DynamicsOptions o;
   add_flag(ex.app, "--warmups", o.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)");
   add_flag(ex.app, "--lr", o.lr, "peak learning rate (Adam(0.9, 0.98); constant after the warmup)");
-  add_flag(ex.app, "--steps", o.steps, "training steps recorded");
+  add_training_flags(ex.app, o, {"--steps", "--eval-batches", "--clip", "--margin"});
+  describe(ex.app, "--steps", "training steps recorded");
   add_flag(ex.app, "--early", o.early, "link 1: the max output move is taken over steps 1..early");
   add_flag(ex.app, "--early-window", o.early_window, "the early-window table: steps 1..N (printed at 1, 2, 3, 5, 10, "
            "20, ..., N; every step in early_window.csv)");
-  add_flag(ex.app, "--eval-batches", o.eval_batches, "held-out batches averaged for the final loss");
-  add_flag(ex.app, "--clip", o.clip, "clip the global gradient norm to this");
-  add_flag(ex.app, "--margin", o.margin, "verdict margin in nats (as in warmup)");
   add_corpus_flags(ex.app, o.corpus, true);
   add_optimizer_flags(ex.app, o.opt, true);
   describe(ex.app, "--placements", "placements to train (comma-separated)");

@@ -28,13 +28,12 @@
 
 namespace {
 
-struct SweepOptions {
+struct SweepOptions : TrainingOptions {  // --steps and --eval-batches
+  SweepOptions() { steps = 200, eval_batches = 10; }
   std::vector<std::string> variants = {"pre", "pre+warmup", "pre+qk", "pre+z", "pre+gi", "post", "post+warmup", "post+gi", "out+qk"};
   std::vector<double> lrs = {1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1};
-  std::size_t steps = 200;
   std::size_t warmup = 50;   // for +warmup
   double z_coef = 1e-4;      // for +z (Wortsman et al.'s 1e-4)
-  std::size_t eval_batches = 10;
 };
 
 // A variant's parts: the placement and what its options set.
@@ -350,10 +349,11 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--variants", so.variants, "recipes: a placement with options joined by '+': qk (qk-norm layer), "
            "qkrms, z (z-loss --z-coef), warmup (--warmup steps), gi (GI-Adam), e.g. out+qk");
   add_flag(ex.app, "--lrs", so.lrs, "peak learning rates (comma-separated)");
-  add_flag(ex.app, "--steps", so.steps, "training steps per run (warmup, then a cosine decay to 0.1 lr)");
+  add_training_flags(ex.app, so, {"--steps", "--eval-batches"});
+  describe(ex.app, "--steps", "training steps per run (warmup, then a cosine decay to 0.1 lr)");
+  describe(ex.app, "--eval-batches", "held-out batches averaged for the losses at init and at the end");
   add_flag(ex.app, "--warmup", so.warmup, "linear-warmup steps of the +warmup variants");
   add_flag(ex.app, "--z-coef", so.z_coef, "C of the +z variants' z-loss");
-  add_flag(ex.app, "--eval-batches", so.eval_batches, "held-out batches averaged for the losses at init and at the end");
   add_optimizer_flags(ex.app, opt, false);
   describe(ex.app, "--seeds", "seeds per (variant, lr): the sensitivity is computed per seed, then mean ± std");
   describe(ex.app, "--vocab", "vocabulary of the Markov corpus");

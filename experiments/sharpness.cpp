@@ -253,13 +253,11 @@ int main(int argc, char** argv) {
   SharpnessOptions go;
   add_flag(ex.app, "--lrs", go.lrs, "peak learning rates (comma-separated)");
   add_flag(ex.app, "--warmups", go.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)");
-  add_flag(ex.app, "--steps", go.steps, "training steps per run");
+  add_training_flags(ex.app, go, {"--steps", "--eval-batches", "--margin"});
   add_flag(ex.app, "--every", go.every, "measure the curvature at step 0 and every this many steps");
   add_flag(ex.app, "--lanczos-iterations", go.lanczos.max_iterations,
            "Lanczos: Hessian-vector products at most per lambda_max (each costs two gradients)");
   add_flag(ex.app, "--tolerance", go.lanczos.tolerance, "Lanczos: converged when |A y - lambda y| <= tolerance * |lambda|");
-  add_flag(ex.app, "--eval-batches", go.eval_batches, "held-out batches averaged for the final loss (the verdict)");
-  add_flag(ex.app, "--margin", go.margin, "verdict margin in nats (as warmup's)");
   add_corpus_flags(ex.app, go.corpus, false);
   describe(ex.app, "--dump", "write the model of the model flags at init, its gradients on the dump batch of --seed, and "
                              "lambda_max.npy, the top eigenvalue of H of that batch's loss (Lanczos at the flags above); as train's --dump, "

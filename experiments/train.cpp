@@ -30,8 +30,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct TrainOptions {
-  std::size_t steps = 1500;
+struct TrainOptions : TrainingOptions {  // --steps 1500 --clip 1 --eval-batches 40
+  TrainOptions() { steps = 1500, clip = 1.0, eval_batches = 40; }
   double lr = 1e-2;
   std::size_t warmup = 100;
   std::string schedule = "cosine";
@@ -42,10 +42,8 @@ struct TrainOptions {
     s.beta2 = 0.999;
     return s;
   }();
-  double clip = 1.0;                 // max global gradient norm; 0: no clipping
   nn::CorpusOptions corpus;              // --text, --markov-order, --markov-concentration
   std::size_t eval_every = 250;      // steps between validation evaluations (0: only at the end)
-  std::size_t eval_batches = 40;     // validation batches averaged per evaluation
   std::string out, save, resume, dump;
   std::size_t sample = 0;
   double temperature = 1.0;          // 0: greedy
@@ -358,17 +356,17 @@ int main(int argc, char** argv) {
   ex.add_model_flags();
   ex.draws_graph_at_step = true;
   TrainOptions o;
-  add_flag(ex.app, "--steps", o.steps, "total training steps (a resumed run continues up to this)");
+  add_training_flags(ex.app, o, {"--steps", "--clip", "--eval-batches"});
+  describe(ex.app, "--steps", "total training steps (a resumed run continues up to this)");
+  describe(ex.app, "--eval-batches", "validation batches averaged per evaluation");
   add_flag(ex.app, "--lr", o.lr, "peak learning rate");
   add_flag(ex.app, "--warmup", o.warmup, "linear warmup steps");
   add_flag(ex.app, "--schedule", o.schedule, "learning-rate schedule (cosine: to 0.1 lr at --schedule-steps)");
   add_flag(ex.app, "--schedule-steps", o.schedule_steps, "the schedule's length N: cosine decays to 0.1 lr at step N");
   add_optimizer_flags(ex.app, o.opt, true);
   add_flag(ex.app, "--weight-decay", o.opt.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay");
-  add_flag(ex.app, "--clip", o.clip, "clip the global gradient norm to this");
   add_corpus_flags(ex.app, o.corpus, true);
   add_flag(ex.app, "--eval-every", o.eval_every, "steps between validation evaluations");
-  add_flag(ex.app, "--eval-batches", o.eval_batches, "validation batches averaged per evaluation");
   add_flag(ex.app, "--out", o.out, "directory for train.csv (step, loss, lr, grad_norm, tokens_per_s; with --z-loss also "
            "mean_log_z_sq, the z-loss term over C; loss is always the CE) and eval.csv");
   add_flag(ex.app, "--save", o.save, "save a checkpoint to this directory after training");

@@ -24,16 +24,11 @@
 
 namespace {
 
-struct GridOptions {
+struct GridOptions : TrainingOptions {  // --steps 300 --eval-batches 20 --clip 0 --margin 0.05 --window 10
   std::vector<double> lrs = {1e-3, 3e-3, 1e-2, 3e-2};
   std::vector<std::size_t> warmups = {0, 100};
   std::vector<std::string> datasets = {"markov", "text"};
-  std::size_t steps = 300;
-  std::size_t eval_batches = 20;
-  double clip = 0.0;
-  double margin = 0.05;
   nn::CorpusOptions corpus;     // --markov-order, --markov-concentration; --text is the text corpus's file
-  std::size_t window = 10;  // steps per point of the loss curves
   OptimizerSetup opt;       // Adam(0.9, 0.98, eps 1e-8) unless the flags say otherwise
 };
 
@@ -304,12 +299,8 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--datasets", go.datasets, "corpora: markov and/or text (comma-separated)");
   go.corpus.text = "/usr/share/common-licenses/GPL-3";
   add_flag(ex.app, "--text", go.corpus.text, "the text file of the text corpus (one token per distinct byte)");
-  add_flag(ex.app, "--steps", go.steps, "training steps per run");
-  add_flag(ex.app, "--eval-batches", go.eval_batches, "held-out batches averaged for the final loss");
-  add_flag(ex.app, "--clip", go.clip, "clip the global gradient norm to this");
-  add_flag(ex.app, "--margin", go.margin, "verdict margin in nats (see the verdicts above)");
+  add_training_flags(ex.app, go, {"--steps", "--eval-batches", "--clip", "--margin", "--window"});
   add_corpus_flags(ex.app, go.corpus, false);
-  add_flag(ex.app, "--window", go.window, "steps averaged per point of the loss curves");
   add_optimizer_flags(ex.app, go.opt, true);
   describe(ex.app, "--seeds", "seeds per grid cell (default 1 to keep the grid fast; the cell then "
                                             "shows mean ± std and how many seeds gave each verdict)");
