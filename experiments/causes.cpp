@@ -52,7 +52,6 @@
 //   build/bin/causes                                      every row, post and pre, 5 seeds, 300 steps
 //   build/bin/causes --rows "none,frozen blocks,clamp branch 1 x100" --placements post
 //   build/bin/causes --markov-order 1 --vocab 64 --lr 3e-3  the same rows on another corpus and lr
-#include <chrono>
 #include <functional>
 
 #include "experiments/lib/experiment.hpp"
@@ -415,11 +414,9 @@ void print_setup(const Experiment& ex, const CausesOptions& o, const nn::Corpus&
   std::printf("  every row: Adam(0.9, 0.98, eps 1e-8), constant lr, no clipping, unless the row changes it; "
               "verdicts: diverged if NaN/Inf or final > %.4f, stuck if final > %.4f, else trained\n",
               corpus.uniform + o.margin, corpus.unigram - o.margin);
-  std::fflush(stdout);
 }
 
 void run(Experiment& ex, CausesOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
   const ModelOptions& mo = ex.model;
   keep_first_of_each(o.warmups);
   const std::vector<Variant> rows = variants(o, o.rows);
@@ -430,7 +427,7 @@ void run(Experiment& ex, CausesOptions& o) {
   print_setup(ex, o, corpus, rows.size());
   Grid grid;
   grid.axis("placement", ex.placements).axis("variant", names).axis("seed", labels(ex.seed_list()));
-  const auto runs = ex.run_cells<CausesRun>(grid, "steps", [&](const Cell&) { return o.steps; }, [&](const Cell& c, Tick& tick) {
+  const auto runs = ex.run_steps<CausesRun>(grid, o.steps, [&](const Cell& c, Tick& tick) {
     return run_one(ex.cell_model(c), rows[c["variant"]], corpus, o, tick);
   });
   if (!runs) return;
@@ -443,7 +440,6 @@ void run(Experiment& ex, CausesOptions& o) {
   runs_table(*runs, grid, rows, ex.seed_list()).write_csv(dir / "runs.csv");
   for (std::size_t p = 0; p < ex.placements.size(); ++p) draw_curves(*runs, grid, p, rows, corpus, o.steps, dir);
   std::printf("\nwrote %s: causes.csv, runs.csv, curves_<placement> (.png, .svg)\n", dir.string().c_str());
-  std::printf("time: %.1f s\n", seconds_since(start));
 }
 
 }  // namespace
@@ -486,5 +482,6 @@ int main(int argc, char** argv) {
   };
   describe(ex.app, "--placements", "placements to train (comma-separated)");
   describe(ex.app, "--seeds", "seeds per row");
+  ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, o); });
 }

@@ -225,9 +225,10 @@ const Field emb_ratio = [](const StepRecord& r) {
 };
 const Field output_move = [](const StepRecord& r) { return r.output_move; };
 const Field train_loss = [](const StepRecord& r) { return r.loss; };
-const Field att_logit_max = [](const StepRecord& r) {
-  return r.att_logit_max.empty() ? NAN : *std::max_element(r.att_logit_max.begin(), r.att_logit_max.end());
-};
+// The largest (smallest) of a step's values, NaN where the step has none.
+double max_of(const std::vector<double>& v) { return v.empty() ? NAN : *std::max_element(v.begin(), v.end()); }
+double min_of(const std::vector<double>& v) { return v.empty() ? NAN : *std::min_element(v.begin(), v.end()); }
+const Field att_logit_max = [](const StepRecord& r) { return max_of(r.att_logit_max); };
 const Field log_z_mean = [](const StepRecord& r) { return r.log_z_mean; };
 // The early window's fields. Block i's relative update and spectral ratio: the max over its attention
 // and its MLP (update_ratio groups 1 + 3i, 2 + 3i; spectral_ratio groups 2i, 2i + 1).
@@ -239,15 +240,11 @@ Field block_spectral(std::size_t i) {
     return r.spectral_ratio.empty() ? NAN : std::max(r.spectral_ratio.at(2 * i), r.spectral_ratio.at(2 * i + 1));
   };
 }
-const Field spectral_max = [](const StepRecord& r) {
-  return r.spectral_ratio.empty() ? NAN : *std::max_element(r.spectral_ratio.begin(), r.spectral_ratio.end());
-};
+const Field spectral_max = [](const StepRecord& r) { return max_of(r.spectral_ratio); };
 // actual / predicted loss change of the step: 1 where the loss is linear over it
 const Field loss_ratio = [](const StepRecord& r) { return r.loss_change / r.loss_linear; };
 const Field token_share_of = [](const StepRecord& r) { return r.token_share; };
-const Field att_entropy_min = [](const StepRecord& r) {
-  return r.att_entropy.empty() ? NAN : *std::min_element(r.att_entropy.begin(), r.att_entropy.end());
-};
+const Field att_entropy_min = [](const StepRecord& r) { return min_of(r.att_entropy); };
 const Field logit_rms = [](const StepRecord& r) { return r.logit_rms; };
 
 // A number from one seed's run; NaN where the run did not get far enough.
@@ -386,17 +383,17 @@ void draw_per_run(const RunKey& k, const std::vector<DynamicsRun>& tr, std::size
                   const std::vector<std::string>& ln_names, const std::filesystem::path& dir) {
   const std::vector<std::string> names = layer_names(layers);
   if (mean_curve(tr, ln_rms, "").x.empty()) return;  // a seed diverged at step 1: nothing to draw
-  Plot grads{run_label(k) + ": |dL/dW| per layer", "step", "gradient norm (log scale)", false, true, {}};
-  for (std::size_t j = 0; j < names.size(); ++j)
-    grads.series.push_back(mean_curve(
-        tr, [j](const StepRecord& r) { return r.layer_grad[j]; }, names[j]));
-  draw(grads, dir, "grads_" + file_label(k));
-  if (ln_names.empty()) return;
-  Plot ln{run_label(k) + ": RMS of each LN's input", "step", "RMS (log scale)", false, true, {}};
-  for (std::size_t j = 0; j < ln_names.size(); ++j)
-    ln.series.push_back(mean_curve(
-        tr, [j](const StepRecord& r) { return r.ln_rms[j]; }, ln_names[j]));
-  draw(ln, dir, "ln_input_" + file_label(k));
+  // A log-scale plot of one list of the steps (a value per layer, per LN), a line per element.
+  const auto draw_each = [&](const std::string& title, const std::string& ylabel, std::vector<double> StepRecord::*list,
+                             const std::vector<std::string>& labels, const std::string& file) {
+    Plot plot{run_label(k) + ": " + title, "step", ylabel, false, true, {}};
+    for (std::size_t j = 0; j < labels.size(); ++j)
+      plot.series.push_back(mean_curve(tr, [j, list](const StepRecord& r) { return (r.*list)[j]; }, labels[j]));
+    draw(plot, dir, file + file_label(k));
+  };
+  draw_each("|dL/dW| per layer", "gradient norm (log scale)", &StepRecord::layer_grad, names, "grads_");
+  if (!ln_names.empty())
+    draw_each("RMS of each LN's input", "RMS (log scale)", &StepRecord::ln_rms, ln_names, "ln_input_");
 }
 
 std::vector<std::string> ln_names_of(const ModelOptions& mo, const std::string& placement) {
@@ -577,10 +574,9 @@ void run(Experiment& ex, DynamicsOptions& o) {
       o.clip > 0 ? fmt(o.clip).c_str() : "off", o.steps, mo.seed, mo.seed + ex.seeds - 1);
   std::printf(
       "each number: mean ± std over the seeds; 'step t' = the t-th update, 'last N' = mean over the last N steps\n");
-  std::fflush(stdout);
   Grid grid;
   grid.axis("placement", ex.placements).axis("warmup", labels(o.warmups)).axis("seed", labels(ex.seed_list()));
-  const auto cells = ex.run_cells<DynamicsRun>(grid, "steps", [&](const Cell&) { return o.steps; }, [&](const Cell& c, Tick& tick) {
+  const auto cells = ex.run_steps<DynamicsRun>(grid, o.steps, [&](const Cell& c, Tick& tick) {
     return run_one(ex.cell_model(c), o.warmups[c["warmup"]], corpus, o, tick, ex, c);
   });
   if (!cells) return;

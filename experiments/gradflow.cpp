@@ -341,14 +341,11 @@ int main(int argc, char** argv) {
     for (unsigned seed : ex.seed_list()) batches.push_back(MarkovBatches(mo.vocab, mo.batch, mo.seq, seed).batch(0));
     Grid grid;
     grid.axis("placement", ex.placements).axis("layers", labels(all)).axis("seed", labels(ex.seed_list()));
-    const auto runs = ex.run_cells<FlowRun>(
-        grid, "layers", [&](const Cell& c) { return all[c["layers"]]; },
-        [&](const Cell& c, Tick&) {
-          ModelOptions o = ex.cell_model(c);
-          o.layers = all[c["layers"]];
-          if (c["seed"] == 0) ex.record_init_pass(c.index, grid.describe(c.index), o.config(), batches[c["seed"]]);
-          return measure(o.config(), batches[c["seed"]]);
-        });
+    const auto runs = ex.run_depths<FlowRun>(grid, [&](const Cell& c, Tick&) {
+      ModelOptions o = ex.cell_model(c);
+      if (c["seed"] == 0) ex.record_init_pass(c.index, grid.describe(c.index), o.config(), batches[c["seed"]]);
+      return measure(o.config(), batches[c["seed"]]);
+    });
     if (runs) report(Scan{*runs, grid, all, depths, ex.seeds}, mo.layers, mo.seed, ex.out);
   });
 }

@@ -20,7 +20,6 @@
 //
 //   build/bin/lrsweep                                                the default sweep (about 4 CPU-minutes)
 //   build/bin/lrsweep --variants pre,pre+qk --lrs 1e-3,1e-2,1e-1 --seeds 2 --steps 100
-#include <chrono>
 
 #include "experiments/lib/experiment.hpp"
 #include "analysis/lr_sensitivity.hpp"
@@ -300,7 +299,6 @@ void report(const Sweep& s, const nn::Corpus& corpus, const std::vector<unsigned
 }
 
 void run(Experiment& ex, SweepOptions& so, const OptimizerSetup& opt) {
-  const auto start = std::chrono::steady_clock::now();
   const ModelOptions& mo = ex.model;
   keep_first_of_each(so.variants);
   keep_first_of_each(so.lrs);
@@ -322,15 +320,13 @@ void run(Experiment& ex, SweepOptions& so, const OptimizerSetup& opt) {
               opt.text().c_str(), so.warmup, so.z_coef);
   std::printf("  Markov corpus: uniform log V = %.4f, entropy-rate floor %.4f; %u parallel jobs\n", corpus.uniform,
               corpus.floor, ex.jobs);
-  std::fflush(stdout);
   Grid grid;
   grid.axis("variant", so.variants).axis("lr", labels(so.lrs)).axis("seed", labels(ex.seed_list()));
-  const auto runs = ex.run_cells<SweepRun>(grid, "steps", [&](const Cell&) { return so.steps; }, [&](const Cell& c, Tick& tick) {
+  const auto runs = ex.run_steps<SweepRun>(grid, so.steps, [&](const Cell& c, Tick& tick) {
     return run_one(ex.cell_model(c), variants[c["variant"]], corpus, so.lrs[c["lr"]], so, opt, tick, ex, c);
   });
   if (!runs) return;
   report(Sweep{*runs, grid, so}, corpus, ex.seed_list(), ex.out);
-  std::printf("time: %.1f s\n", seconds_since(start));
 }
 
 }  // namespace
@@ -357,5 +353,6 @@ int main(int argc, char** argv) {
   add_optimizer_flags(ex.app, opt, false);
   describe(ex.app, "--seeds", "seeds per (variant, lr): the sensitivity is computed per seed, then mean ± std");
   describe(ex.app, "--vocab", "vocabulary of the Markov corpus");
+  ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, so, opt); });
 }

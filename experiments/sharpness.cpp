@@ -21,7 +21,6 @@
 //
 //   build/bin/sharpness                                   the default grid (time in --help)
 //   build/bin/sharpness --placements post,pre,peri --lrs 1e-3,3e-3,1e-2 --warmups 0,50 --steps 120
-#include <chrono>
 #include <functional>
 #include <future>
 #include <map>
@@ -208,11 +207,9 @@ void print_setup(const Experiment& ex, const SharpnessOptions& go, const nn::Cor
   std::printf("  verdict (as warmup's, on the held-out loss after the last step): diverged > %.4f, stuck > %.4f, "
               "else trained\n",
               corpus.uniform + go.margin, corpus.unigram - go.margin);
-  std::fflush(stdout);
 }
 
 void run(Experiment& ex, SharpnessOptions& go) {
-  const auto start = std::chrono::steady_clock::now();
   const ModelOptions& mo = ex.model;
   keep_first_of_each(go.lrs);
   keep_first_of_each(go.warmups);
@@ -235,7 +232,6 @@ void run(Experiment& ex, SharpnessOptions& go) {
   if (!runs) return;
   report_sharpness(*runs, grid, go, scopes, ex.seed_list(), ex.out);
   if (!ex.dump.empty()) dump_with_lambda(ex, go.lanczos);
-  std::printf("time: %.1f s\n", seconds_since(start));
 }
 
 }  // namespace
@@ -262,5 +258,6 @@ int main(int argc, char** argv) {
   describe(ex.app, "--dump", "write the model of the model flags at init, its gradients on the dump batch of --seed, and "
                              "lambda_max.npy, the top eigenvalue of H of that batch's loss (Lanczos at the flags above); as train's --dump, "
                              "an output in addition to the run: the grid is measured too, and the dump written after it");
+  ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, go); });
 }

@@ -374,7 +374,6 @@ void print_header(const Experiment& ex, std::size_t steps, double lr, std::size_
               ex.seeds, mo.seed, mo.seed + static_cast<unsigned>(ex.seeds) - 1);
   std::printf("positions: emb = the input of block 0; blocks.l.mid = after block l's attention sublayer;\n"
               "           blocks.l.out = after its MLP sublayer = the input of block l+1\n\n");
-  std::fflush(stdout);
 }
 
 }  // namespace
@@ -414,7 +413,6 @@ int main(int argc, char** argv) {
         grid, "layers", [&](const Cell& c) { return depths[c["layers"]] * (1 + steps); },
         [&](const Cell& c, Tick&) {
           ModelOptions o = ex.cell_model(c);
-          o.layers = depths[c["layers"]];
           nn::TransformerLM model(o.config());
           const nn::Dataset& corpus = data[c["seed"]];
           // --html: the first seed's training steps, and the measured pass as step `steps`, always a snapshot

@@ -17,7 +17,6 @@
 //
 //   build/bin/warmup                                          the default grid (a few minutes, 2 cores)
 //   build/bin/warmup --placements post,pre --lrs 1e-3,1e-2 --datasets markov --seeds 3
-#include <chrono>
 #include <map>
 
 #include "experiments/lib/experiment.hpp"
@@ -250,7 +249,6 @@ std::vector<nn::Corpus> load_corpora(const GridOptions& go, const ModelOptions& 
 }
 
 void run(Experiment& ex, GridOptions& go) {
-  const auto start = std::chrono::steady_clock::now();
   const ModelOptions& mo = ex.model;
   keep_first_of_each(go.datasets);
   keep_first_of_each(go.lrs);
@@ -271,16 +269,14 @@ void run(Experiment& ex, GridOptions& go) {
   const std::string optimizer = go.opt.text() == OptimizerSetup{}.text() ? "Adam(0.9, 0.98, eps 1e-8)" : go.opt.text();
   std::printf("  %s, linear warmup then constant lr, clip %s; %u parallel jobs\n", optimizer.c_str(),
               go.clip > 0 ? fmt(go.clip).c_str() : "off", ex.jobs);
-  std::fflush(stdout);
   Grid grid;
   grid.axis("dataset", go.datasets).axis("placement", ex.placements).axis("warmup", labels(go.warmups));
   grid.axis("lr", labels(go.lrs)).axis("seed", labels(ex.seed_list()));
-  const auto runs = ex.run_cells<WarmupRun>(grid, "steps", [&](const Cell&) { return go.steps; }, [&](const Cell& c, Tick& tick) {
+  const auto runs = ex.run_steps<WarmupRun>(grid, go.steps, [&](const Cell& c, Tick& tick) {
     return run_one(ex.cell_model(c), corpora[c["dataset"]], go.lrs[c["lr"]], go.warmups[c["warmup"]], go, tick, ex, c);
   });
   if (!runs) return;
   report(Runs{*runs, grid, go}, corpora, ex.seed_list(), ex.out);
-  std::printf("time: %.1f s\n", seconds_since(start));
 }
 
 }  // namespace
@@ -305,5 +301,6 @@ int main(int argc, char** argv) {
   describe(ex.app, "--seeds", "seeds per grid cell (default 1 to keep the grid fast; the cell then "
                                             "shows mean ± std and how many seeds gave each verdict)");
   describe(ex.app, "--vocab", "vocabulary of the Markov corpus (the text file sets its own)");
+  ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, go); });
 }

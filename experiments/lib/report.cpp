@@ -117,11 +117,18 @@ std::string file_part(std::string label) {
   return label;
 }
 
-std::string shell_quote(const std::string& text) {
-  std::string q = "'";
-  for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
+namespace {
+
+// `text` between two `mark`s, each mark inside it written as `escaped`.
+std::string between(const std::string& text, char mark, const std::string& escaped) {
+  std::string q(1, mark);
+  for (char c : text) q += c == mark ? escaped : std::string(1, c);
+  return q + mark;
 }
+
+}  // namespace
+
+std::string shell_quote(const std::string& text) { return between(text, '\'', "'\\''"); }
 
 std::string drop_nonpositive(std::vector<Series>& series, bool say_why) {
   std::vector<Series> kept;
@@ -190,11 +197,7 @@ std::string plot_data(const Plot& plot) {
   return data.str();
 }
 
-std::string quoted(const std::string& s) {
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\\\"") : std::string(1, c);
-  return q + "\"";
-}
+std::string quoted(const std::string& s) { return between(s, '"', "\\\""); }
 
 // What draw() makes of NAME: a gnuplot terminal and the file's extension.
 const std::vector<std::pair<std::string, std::string>> plot_outputs = {{"pngcairo size 960,600", ".png"},
