@@ -277,14 +277,8 @@ void draw_measure(const Scan& s, std::size_t m, const std::string& dir) {
   Plot plot{measure_name(m), "layers L", "A = RMS(F(W + delta) - F(W)) / eps", true, true, {}};
   std::vector<double> x;
   for (std::size_t L : s.depths) x.push_back(static_cast<double>(L));
-  for (std::size_t p = 0; p < s.placements().size(); ++p) {
-    Series line{s.placements()[p], x, {}, {}};
-    for (std::size_t L : s.depths) {
-      line.y.push_back(stat_of(s.values(p, L, m)).mean);
-      line.err.push_back(stat_of(s.values(p, L, m)).std);
-    }
-    plot.series.push_back(line);
-  }
+  for (std::size_t p = 0; p < s.placements().size(); ++p)
+    plot.series.push_back(stat_line(s.placements()[p], x, [&](std::size_t i) { return s.values(p, s.depths[i], m); }));
   const std::string skipped = drop_nonpositive(plot.series);
   std::vector<Series> guides;
   for (const Series& line : plot.series) {

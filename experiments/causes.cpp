@@ -410,7 +410,7 @@ void print_setup(const Experiment& ex, const CausesOptions& o, const nn::Corpus&
               ex.placements.size() * rows * ex.seeds, ex.placements.size(), rows, ex.seeds, o.steps, o.lr);
   std::printf("  model: layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; %s (vocab %zu), uniform log V %.4f, "
               "unigram H1 %.4f, floor %.4f%s\n", mo.layers, mo.d_model, mo.heads, mo.batch, mo.seq, corpus.name.c_str(),
-              corpus.data.vocab(), corpus.uniform, corpus.unigram, corpus.floor, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
+              corpus.data.vocab(), corpus.uniform, corpus.unigram, corpus.floor, mo.qk_note().c_str());
   std::printf("  every row: Adam(0.9, 0.98, eps 1e-8), constant lr, no clipping, unless the row changes it; "
               "verdicts: diverged if NaN/Inf or final > %.4f, stuck if final > %.4f, else trained\n",
               corpus.uniform + o.margin, corpus.unigram - o.margin);
@@ -475,7 +475,7 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--reset-step", o.reset_step, "the reset and graft rows' step S (below --steps)");
   add_corpus_flags(ex.app, o.corpus, false);
   ex.check_flags = [&]() -> std::string {
-    if (o.window > o.steps) return "--window " + std::to_string(o.window) + " is more than --steps " + std::to_string(o.steps);
+    if (o.window > o.steps) return o.at_most_steps("--window", o.window);
     if (o.reset_step >= o.steps)
       return "--reset-step " + std::to_string(o.reset_step) + " must be below --steps " + std::to_string(o.steps);
     return unknown_row(o);

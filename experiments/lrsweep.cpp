@@ -166,11 +166,9 @@ std::vector<Quantity> quantities() {
 }
 
 // Every run, and the grid of its cells: axes variant, lr, seed.
-struct Sweep {
-  const std::vector<SweepRun>& runs;
-  const Grid& grid;
+struct Sweep : GridRuns<SweepRun> {
   const SweepOptions& so;
-  std::vector<const SweepRun*> at(std::size_t v, std::size_t l) const { return seeds_of(runs, grid, {v, l}); }
+  std::vector<const SweepRun*> at(std::size_t v, std::size_t l) const { return seeds({v, l}); }
 };
 
 // The sensitivity of each seed: the variant's runs of that seed over the lrs.
@@ -307,8 +305,7 @@ void run(Experiment& ex, SweepOptions& so, const OptimizerSetup& opt) {
   for (const std::string& v : so.variants) variants.push_back(parse_variant(v, so.z_coef, mo));
   if (opt.z_loss != 0 || opt.adam_v0 != "zero")
     throw FlagError("lrsweep sets the z-loss and Adam's v0 per variant (+z, +gi): leave --z-loss and --adam-v0 out");
-  if (so.warmup > so.steps)
-    throw FlagError("--warmup " + std::to_string(so.warmup) + " is more than --steps " + std::to_string(so.steps));
+  if (so.warmup > so.steps) throw FlagError(so.at_most_steps("--warmup", so.warmup));
   const std::size_t cells = variants.size() * so.lrs.size() * ex.seeds;
   ex.check_memory(mo.config(), 2, ex.html_wanted(), cells, nn::corpus_bytes({}, mo.vocab));
   const nn::Corpus corpus = nn::build_corpus({}, mo.vocab, mo.seed, mo.seq);
@@ -326,7 +323,7 @@ void run(Experiment& ex, SweepOptions& so, const OptimizerSetup& opt) {
     return run_one(ex.cell_model(c), variants[c["variant"]], corpus, so.lrs[c["lr"]], so, opt, tick, ex, c);
   });
   if (!runs) return;
-  report(Sweep{*runs, grid, so}, corpus, ex.seed_list(), ex.out);
+  report(Sweep{{*runs, grid}, so}, corpus, ex.seed_list(), ex.out);
 }
 
 }  // namespace

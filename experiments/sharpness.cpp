@@ -195,7 +195,7 @@ void print_setup(const Experiment& ex, const SharpnessOptions& go, const nn::Cor
   std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu; Markov corpus "
               "(vocab %zu, order %zu); Adam(%g, 0.98, eps 1e-8), linear warmup then constant lr; %u parallel jobs%s\n",
               mo.layers, mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.vocab,
-              go.corpus.order, adam_beta1, ex.jobs, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
+              go.corpus.order, adam_beta1, ex.jobs, mo.qk_note().c_str());
   std::printf("  curvature of the loss of one fixed held-out batch per seed, for the whole model and each of the %zu "
               "blocks; Lanczos: at most %zu products (2 gradients each), tolerance %s\n",
               blocks, go.lanczos.max_iterations, fmt(go.lanczos.tolerance).c_str());
@@ -213,7 +213,6 @@ void run(Experiment& ex, SharpnessOptions& go) {
   const ModelOptions& mo = ex.model;
   keep_first_of_each(go.lrs);
   keep_first_of_each(go.warmups);
-  if (go.every > go.steps) throw FlagError("--every " + std::to_string(go.every) + " is more than --steps " + std::to_string(go.steps));
   const std::size_t cells = ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
   ex.check_memory(mo.config(), 2, false, cells, nn::corpus_bytes(go.corpus, mo.vocab));
   const nn::Corpus corpus = nn::build_corpus(go.corpus, mo.vocab, mo.seed, mo.seq);
@@ -258,6 +257,7 @@ int main(int argc, char** argv) {
   describe(ex.app, "--dump", "write the model of the model flags at init, its gradients on the dump batch of --seed, and "
                              "lambda_max.npy, the top eigenvalue of H of that batch's loss (Lanczos at the flags above); as train's --dump, "
                              "an output in addition to the run: the grid is measured too, and the dump written after it");
+  ex.check_flags = [&] { return go.at_most_steps("--every", go.every); };
   ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, go); });
 }

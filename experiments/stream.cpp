@@ -142,13 +142,11 @@ Stat over(const Runs& runs, F f) {
 }
 
 // What the report reads: the runs of the grid (layers, placement, seed) and its depths.
-struct Scan {
-  const std::vector<StreamRun>& runs;
-  const Grid& grid;
+struct Scan : GridRuns<StreamRun> {
   const std::vector<std::size_t>& depths;
   const std::vector<std::string>& placements() const { return grid.labels(1); }
   // The seeds at depth L (one of `depths`) of placement p (its index).
-  Runs at(std::size_t L, std::size_t p) const { return seeds_of(runs, grid, {index_in(depths, L), p}); }
+  Runs at(std::size_t L, std::size_t p) const { return seeds({index_in(depths, L), p}); }
 };
 
 // A table with one row per position and one column per placement.
@@ -366,7 +364,7 @@ void print_header(const Experiment& ex, std::size_t steps, double lr, std::size_
   const std::size_t B = mo.batch, T = mo.seq;
   std::printf("stream: the residual stream of a TransformerLM, forward and backward\n");
   std::printf("model: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch B=%zu, T=%zu%s\n", mo.vocab,
-              mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), B, T, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
+              mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), B, T, mo.qk_note().c_str());
   std::printf("measured %s, on one batch of an order-2 Markov corpus per seed; %zu seeds (%u..%u), mean ± std\n",
               steps ? ("after " + std::to_string(steps) + " Adam steps (lr " + fmt(lr) + ", warmup " +
                        std::to_string(warmup) + ")").c_str()
@@ -430,7 +428,7 @@ int main(int argc, char** argv) {
         });
     const double measure_seconds = seconds_since(program_start);
     if (!runs) return;
-    report(Scan{*runs, grid, depths}, ex.out);
+    report(Scan{{*runs, grid}, depths}, ex.out);
     std::printf("time: measuring %.1f s, total %.1f s\n", measure_seconds, seconds_since(program_start));
   });
 }

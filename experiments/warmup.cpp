@@ -81,13 +81,11 @@ WarmupRun run_one(ModelOptions m, const nn::Corpus& corpus, double lr, std::size
 // ---- reporting ----
 
 // Every run, and the grid of its cells: axes dataset, placement, warmup, lr, seed.
-struct Runs {
-  const std::vector<WarmupRun>& runs;
-  const Grid& grid;
+struct Runs : GridRuns<WarmupRun> {
   const GridOptions& go;
   // The seeds of corpus d, placement p, warmup w, lr l (each an index along its axis).
   std::vector<const WarmupRun*> at(std::size_t d, std::size_t p, std::size_t w, std::size_t l) const {
-    return seeds_of(runs, grid, {d, p, w, l});
+    return seeds({d, p, w, l});
   }
   const std::vector<std::string>& placements() const { return grid.labels(1); }
 };
@@ -253,7 +251,6 @@ void run(Experiment& ex, GridOptions& go) {
   keep_first_of_each(go.datasets);
   keep_first_of_each(go.lrs);
   keep_first_of_each(go.warmups);
-  if (go.window > go.steps) throw FlagError("--window " + std::to_string(go.window) + " is more than --steps " + std::to_string(go.steps));
   const bool text = std::count(go.datasets.begin(), go.datasets.end(), "text") > 0;
   nn::ModelConfig largest = mo.config();
   largest.vocab = std::max<std::size_t>(mo.vocab, text ? 256 : 0);
@@ -265,7 +262,7 @@ void run(Experiment& ex, GridOptions& go) {
   std::printf("warmup: %zu runs (%zu placements x %zu lrs x %zu warmups x %zu corpora x %zu seeds), %zu steps each\n",
               cells, ex.placements.size(), go.lrs.size(), go.warmups.size(), corpora.size(), ex.seeds, go.steps);
   std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu%s\n", mo.layers,
-              mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
+              mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.qk_note().c_str());
   const std::string optimizer = go.opt.text() == OptimizerSetup{}.text() ? "Adam(0.9, 0.98, eps 1e-8)" : go.opt.text();
   std::printf("  %s, linear warmup then constant lr, clip %s; %u parallel jobs\n", optimizer.c_str(),
               go.clip > 0 ? fmt(go.clip).c_str() : "off", ex.jobs);
@@ -276,7 +273,7 @@ void run(Experiment& ex, GridOptions& go) {
     return run_one(ex.cell_model(c), corpora[c["dataset"]], go.lrs[c["lr"]], go.warmups[c["warmup"]], go, tick, ex, c);
   });
   if (!runs) return;
-  report(Runs{*runs, grid, go}, corpora, ex.seed_list(), ex.out);
+  report(Runs{{*runs, grid}, go}, corpora, ex.seed_list(), ex.out);
 }
 
 }  // namespace
@@ -301,6 +298,7 @@ int main(int argc, char** argv) {
   describe(ex.app, "--seeds", "seeds per grid cell (default 1 to keep the grid fast; the cell then "
                                             "shows mean ± std and how many seeds gave each verdict)");
   describe(ex.app, "--vocab", "vocabulary of the Markov corpus (the text file sets its own)");
+  ex.check_flags = [&] { return go.at_most_steps("--window", go.window); };
   ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, go); });
 }

@@ -31,6 +31,11 @@ void add_corpus_flags(CLI::App& app, nn::CorpusOptions& c, bool with_text) {
            "next-token distribution (smaller: lower entropy)");
 }
 
+std::string TrainingOptions::at_most_steps(const std::string& flag, std::size_t value) const {
+  if (value <= steps) return "";
+  return flag + " " + std::to_string(value) + " is more than --steps " + std::to_string(steps);
+}
+
 void add_training_flags(CLI::App& app, TrainingOptions& t, const std::vector<std::string>& names) {
   for (const std::string& name : names) {
     if (name == "--steps") add_flag(app, name, t.steps, "training steps per run");

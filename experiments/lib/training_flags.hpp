@@ -29,6 +29,9 @@ struct TrainingOptions {
   double clip = 0.0;              // --clip: the global gradient norm is clipped to this; 0: no clipping
   double margin = 0.05;           // --margin: the verdicts' margin in nats (Thresholds::margin)
   std::size_t window = 10;        // --window: steps averaged per point of the loss curves
+
+  // "" or, for a count of steps given as `flag` that is above --steps, "--window 50 is more than --steps 20".
+  std::string at_most_steps(const std::string& flag, std::size_t value) const;
 };
 
 // Adds the flags `names` (of --steps --eval-batches --clip --margin --window), in the order given, each
