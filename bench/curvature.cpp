@@ -185,10 +185,10 @@ int main(int argc, char** argv) {
   experiments::add_flag(ex.app, "--adam-steps", adam_steps, "Adam steps before the preconditioned lambda_max");
   return ex.main(argc, argv, [&] {
     openblas_set_num_threads(1);
-    experiments::CorpusOptions mo;  // the warmup grid's corpus: vocab 16, order 2, concentration 0.05
+    nn::CorpusOptions mo;  // the warmup grid's corpus: vocab 16, order 2, concentration 0.05
     mo.train_tokens = 1 << 14;
     mo.validation_tokens = 1 << 10;
-    const experiments::Corpus corpus = experiments::build_corpus(mo, 16, 0, 16);
+    const nn::Corpus corpus = nn::build_corpus(mo, 16, 0, 16);
     std::mt19937_64 rng(0);
     const nn::Batch batch = corpus.data.batch(nn::Split::train, 16, 16, rng);
     std::printf("curvature: vocab 16, 6 layers, d_model 32, 2 heads, d_ff 128; one batch of 16 x 16 Markov tokens; "

@@ -277,14 +277,8 @@ void draw_measure(const Scan& s, std::size_t m, const std::string& dir) {
   Plot plot{measure_name(m), "layers L", "A = RMS(F(W + delta) - F(W)) / eps", true, true, {}};
   std::vector<double> x;
   for (std::size_t L : s.depths) x.push_back(static_cast<double>(L));
-  for (std::size_t p = 0; p < s.placements().size(); ++p) {
-    Series line{s.placements()[p], x, {}, {}};
-    for (std::size_t L : s.depths) {
-      line.y.push_back(stat_of(s.values(p, L, m)).mean);
-      line.err.push_back(stat_of(s.values(p, L, m)).std);
-    }
-    plot.series.push_back(line);
-  }
+  for (std::size_t p = 0; p < s.placements().size(); ++p)
+    plot.series.push_back(stat_line(s.placements()[p], x, [&](std::size_t i) { return s.values(p, s.depths[i], m); }));
   const std::string skipped = drop_nonpositive(plot.series);
   std::vector<Series> guides;
   for (const Series& line : plot.series) {
@@ -349,29 +343,26 @@ int main(int argc, char** argv) {
     for (unsigned seed : ex.seed_list()) data.emplace_back(mo.vocab, mo.batch, mo.seq, seed);
     Grid grid;
     grid.axis("placement", ex.placements).axis("layers", labels(depths)).axis("seed", labels(ex.seed_list()));
-    const auto runs = ex.run_cells<AmplificationRun>(
-        grid, "layers", [&](const Cell& c) { return depths[c["layers"]]; },
-        [&](const Cell& c, Tick&) {
-          ModelOptions o = ex.cell_model(c);
-          o.layers = depths[c["layers"]];
-          if (c["seed"] == 0) ex.record_init_pass(c.index, grid.describe(c.index), o.config(), data[c["seed"]].batch(0));
-          const AmplificationRun r = measure(o.config(), data[c["seed"]], eps, batches);
-          // Before any file: a perturbation that overflowed (inf, NaN) or was lost in rounding (every A
-          // exactly 0; one may be 0 by design: rezero's branches are off at init) measures nothing.
-          bool all_zero = true;
-          for (std::size_t m = 0; m < n_measures; ++m) {
-            const double a = r.a[m];
-            all_zero = all_zero && a == 0.0;
-            if (!std::isfinite(a))
-              throw FlagError("--eps " + fmt(eps) + " gives A = " + fmt(a) + " for " + measure_name(m) + " in cell " +
-                              grid.describe(c.index) + ": the perturbation leaves the range of a double; choose an "
-                              "--eps such as 1e-6 (the default)");
-          }
-          if (all_zero)
-            throw FlagError("--eps " + fmt(eps) + " gives A = 0 for every measure in cell " + grid.describe(c.index) +
-                            ": the perturbation is lost in rounding; choose an --eps such as 1e-6 (the default)");
-          return r;
-        });
+    const auto runs = ex.run_depths<AmplificationRun>(grid, [&](const Cell& c, Tick&) {
+      ModelOptions o = ex.cell_model(c);
+      if (c["seed"] == 0) ex.record_init_pass(c.index, grid.describe(c.index), o.config(), data[c["seed"]].batch(0));
+      const AmplificationRun r = measure(o.config(), data[c["seed"]], eps, batches);
+      // Before any file: a perturbation that overflowed (inf, NaN) or was lost in rounding (every A
+      // exactly 0; one may be 0 by design: rezero's branches are off at init) measures nothing.
+      bool all_zero = true;
+      for (std::size_t m = 0; m < n_measures; ++m) {
+        const double a = r.a[m];
+        all_zero = all_zero && a == 0.0;
+        if (!std::isfinite(a))
+          throw FlagError("--eps " + fmt(eps) + " gives A = " + fmt(a) + " for " + measure_name(m) + " in cell " +
+                          grid.describe(c.index) + ": the perturbation leaves the range of a double; choose an "
+                          "--eps such as 1e-6 (the default)");
+      }
+      if (all_zero)
+        throw FlagError("--eps " + fmt(eps) + " gives A = 0 for every measure in cell " + grid.describe(c.index) +
+                        ": the perturbation is lost in rounding; choose an --eps such as 1e-6 (the default)");
+      return r;
+    });
     if (runs) report(Scan{grid, *runs, depths, ex.seeds}, mo.seed, eps, batches, ex.out);
   });
 }

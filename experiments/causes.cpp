@@ -52,7 +52,6 @@
 //   build/bin/causes                                      every row, post and pre, 5 seeds, 300 steps
 //   build/bin/causes --rows "none,frozen blocks,clamp branch 1 x100" --placements post
 //   build/bin/causes --markov-order 1 --vocab 64 --lr 3e-3  the same rows on another corpus and lr
-#include <chrono>
 #include <functional>
 
 #include "experiments/lib/experiment.hpp"
@@ -61,12 +60,8 @@
 
 namespace {
 
-struct CausesOptions {
+struct CausesOptions : TrainingOptions {  // --steps 300 --eval-batches 20 --margin 0.05 --window 10
   double lr = 1e-2;
-  std::size_t steps = 300;
-  std::size_t eval_batches = 20;
-  double margin = 0.05;
-  std::size_t window = 10;              // the last steps the end-of-run measures are averaged over
   std::vector<std::size_t> warmups = {5, 20, 100};
   std::size_t hold = 20;                // the hold row's N
   double beta2 = 0.999;                 // the beta2 rows' beta2
@@ -79,7 +74,7 @@ struct CausesOptions {
   std::size_t boost_steps = 5;          // its N
   std::size_t reset_step = 100;         // S of the reset rows
   std::vector<std::string> rows;        // --rows: the rows to run, by name; empty: all
-  CorpusOptions corpus;
+  nn::CorpusOptions corpus;
 };
 
 // What a row does to a parameter group (in_group): warm it up alone, keep it at init, reset it to init,
@@ -268,13 +263,13 @@ struct WindowMeasures {
 
 // The parameter values of the same seed's "warmup W" row after `steps` steps (the graft rows' donor):
 // the same model, optimizer and batches, so they are that row's values at that step.
-std::vector<Array> warmup_values(const ModelOptions& m, const Corpus& corpus, const CausesOptions& o, std::size_t steps) {
+std::vector<Array> warmup_values(const ModelOptions& m, const nn::Corpus& corpus, const CausesOptions& o, std::size_t steps) {
   nn::TransformerLM model(m.config());
   const std::unique_ptr<nn::Optimizer> optimizer = OptimizerSetup{}.make(model);
   const nn::Schedule schedule{nn::ScheduleKind::warmup, o.lr, o.group_warmup, o.steps, 0.1};
   for (std::size_t step = 0; step < steps; ++step) {
-    if (!std::isfinite(forward_backward(model, training_batch(corpus.data, m.batch, m.seq, m.seed, step)))) break;
-    apply_update(*optimizer, schedule, step, 0.0);
+    if (!std::isfinite(nn::forward_backward(model, nn::training_batch(corpus.data, m.batch, m.seq, m.seed, step)))) break;
+    nn::apply_update(*optimizer, schedule, step, 0.0);
   }
   std::vector<Array> values;
   for (const nn::NamedParameter& p : optimizer->parameters()) values.push_back(p.parameter.value());
@@ -282,7 +277,7 @@ std::vector<Array> warmup_values(const ModelOptions& m, const Corpus& corpus, co
 }
 
 // One seed of one row.
-CausesRun run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, const CausesOptions& o, Tick& tick) {
+CausesRun run_one(ModelOptions m, const Variant& variant, const nn::Corpus& corpus, const CausesOptions& o, Tick& tick) {
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
   const std::unique_ptr<nn::Optimizer> optimizer = variant.optimizer.make(model);
@@ -300,7 +295,7 @@ CausesRun run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, 
     const bool measured = step + o.window >= o.steps;
     tape.keep_contributions = measured;  // for the norm gain (through_norm)
     apply_row(variant, step, model, *optimizer, source);
-    const double loss = forward_backward(model, training_batch(corpus.data, m.batch, m.seq, m.seed, step));
+    const double loss = nn::forward_backward(model, nn::training_batch(corpus.data, m.batch, m.seq, m.seed, step));
     run.losses.push_back(loss);
     if (!std::isfinite(loss)) break;
     if (measured) window.add(model, variant.optimizer.eps);
@@ -308,7 +303,7 @@ CausesRun run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, 
     const bool first_move = std::isnan(run.update_ratio) && schedule.lr(step) > 0;
     if (first_move)
       for (const nn::NamedParameter& p : optimizer->parameters()) before.push_back(p.parameter.value());
-    const Update u = apply_update(*optimizer, schedule, step, 0.0);
+    const nn::Update u = nn::apply_update(*optimizer, schedule, step, 0.0);
     if (first_move) run.update_ratio = update_ratio(before, optimizer->parameters());
     char what[96];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f", loss, u.lr, u.grad_norm);
@@ -317,7 +312,7 @@ CausesRun run_one(ModelOptions m, const Variant& variant, const Corpus& corpus, 
   tape.keep_contributions = false;
   // the held-out loss is the model's as its last step ran it (with the branch control still on if it was)
   if (step == o.steps) {
-    run.final_loss = evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, m.seed);
+    run.final_loss = nn::evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, m.seed);
     window.into(run);
   }
   run.verdict = verdict_of(run.final_loss, Thresholds{corpus.uniform, corpus.unigram, o.margin});
@@ -353,7 +348,7 @@ Baseline baseline_of(const std::vector<CausesRun>& runs, const Grid& grid, const
 }
 
 Table causes_table(const std::vector<CausesRun>& runs, const Grid& grid, const std::vector<Variant>& rows,
-                   const Corpus& corpus, double margin) {
+                   const nn::Corpus& corpus, double margin) {
   Table t({"placement", "change", "trained", "stuck", "diverged", "beat frozen", "final loss", "gap/frozen", "g0/gL",
            "LN-in RMS", "LN gain", "b0 |g|/eps", "|dW|/|W| 1st"});
   for (std::size_t p = 0; p < grid.labels(0).size(); ++p) {
@@ -394,7 +389,7 @@ Table runs_table(const std::vector<CausesRun>& runs, const Grid& grid, const std
 // One plot per placement: the training loss of every row, the mean over seeds in 10-step windows (a
 // curve ends at the first window in which a seed's loss was NaN/Inf).
 void draw_curves(const std::vector<CausesRun>& runs, const Grid& grid, std::size_t p, const std::vector<Variant>& rows,
-                 const Corpus& corpus, std::size_t steps, const std::filesystem::path& dir) {
+                 const nn::Corpus& corpus, std::size_t steps, const std::filesystem::path& dir) {
   const std::size_t window = std::min<std::size_t>(10, steps);
   const std::string& placement = grid.labels(0)[p];
   Plot plot{placement + ": training loss (mean over seeds and " + std::to_string(window) + "-step windows)", "step",
@@ -409,32 +404,30 @@ void draw_curves(const std::vector<CausesRun>& runs, const Grid& grid, std::size
   draw(plot, dir, "curves_" + file_part(placement));
 }
 
-void print_setup(const Experiment& ex, const CausesOptions& o, const Corpus& corpus, std::size_t rows) {
+void print_setup(const Experiment& ex, const CausesOptions& o, const nn::Corpus& corpus, std::size_t rows) {
   const ModelOptions& mo = ex.model;
   std::printf("causes: %zu runs (%zu placements x %zu rows x %zu seeds), %zu steps each, lr %g\n",
               ex.placements.size() * rows * ex.seeds, ex.placements.size(), rows, ex.seeds, o.steps, o.lr);
   std::printf("  model: layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; %s (vocab %zu), uniform log V %.4f, "
               "unigram H1 %.4f, floor %.4f%s\n", mo.layers, mo.d_model, mo.heads, mo.batch, mo.seq, corpus.name.c_str(),
-              corpus.data.vocab(), corpus.uniform, corpus.unigram, corpus.floor, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
+              corpus.data.vocab(), corpus.uniform, corpus.unigram, corpus.floor, mo.qk_note().c_str());
   std::printf("  every row: Adam(0.9, 0.98, eps 1e-8), constant lr, no clipping, unless the row changes it; "
               "verdicts: diverged if NaN/Inf or final > %.4f, stuck if final > %.4f, else trained\n",
               corpus.uniform + o.margin, corpus.unigram - o.margin);
-  std::fflush(stdout);
 }
 
 void run(Experiment& ex, CausesOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
   const ModelOptions& mo = ex.model;
   keep_first_of_each(o.warmups);
   const std::vector<Variant> rows = variants(o, o.rows);
   std::vector<std::string> names;
   for (const Variant& v : rows) names.push_back(v.name);
-  ex.check_memory(mo.config(), 2, true, ex.placements.size() * rows.size() * ex.seeds, corpus_bytes(o.corpus, mo.vocab));
-  const Corpus corpus = build_corpus(o.corpus, mo.vocab, mo.seed, mo.seq);
+  ex.check_memory(mo.config(), 2, true, ex.placements.size() * rows.size() * ex.seeds, nn::corpus_bytes(o.corpus, mo.vocab));
+  const nn::Corpus corpus = nn::build_corpus(o.corpus, mo.vocab, mo.seed, mo.seq);
   print_setup(ex, o, corpus, rows.size());
   Grid grid;
   grid.axis("placement", ex.placements).axis("variant", names).axis("seed", labels(ex.seed_list()));
-  const auto runs = ex.run_cells<CausesRun>(grid, "steps", [&](const Cell&) { return o.steps; }, [&](const Cell& c, Tick& tick) {
+  const auto runs = ex.run_steps<CausesRun>(grid, o.steps, [&](const Cell& c, Tick& tick) {
     return run_one(ex.cell_model(c), rows[c["variant"]], corpus, o, tick);
   });
   if (!runs) return;
@@ -447,7 +440,6 @@ void run(Experiment& ex, CausesOptions& o) {
   runs_table(*runs, grid, rows, ex.seed_list()).write_csv(dir / "runs.csv");
   for (std::size_t p = 0; p < ex.placements.size(); ++p) draw_curves(*runs, grid, p, rows, corpus, o.steps, dir);
   std::printf("\nwrote %s: causes.csv, runs.csv, curves_<placement> (.png, .svg)\n", dir.string().c_str());
-  std::printf("time: %.1f s\n", seconds_since(start));
 }
 
 }  // namespace
@@ -466,10 +458,9 @@ int main(int argc, char** argv) {
   ex.seeds = 5;
   CausesOptions o;
   add_flag(ex.app, "--lr", o.lr, "the learning rate of every row (constant after any warmup)");
-  add_flag(ex.app, "--steps", o.steps, "training steps per run");
-  add_flag(ex.app, "--eval-batches", o.eval_batches, "held-out batches averaged for the final loss");
-  add_flag(ex.app, "--margin", o.margin, "verdict margin in nats (as in warmup; also for 'beat frozen')");
-  add_flag(ex.app, "--window", o.window, "the last steps over which g0/gL, LN-in RMS, LN gain and b0 |g|/eps are averaged");
+  add_training_flags(ex.app, o, {"--steps", "--eval-batches", "--margin", "--window"});
+  describe(ex.app, "--margin", "verdict margin in nats (as in warmup; also for 'beat frozen')");
+  describe(ex.app, "--window", "the last steps over which g0/gL, LN-in RMS, LN gain and b0 |g|/eps are averaged");
   add_flag(ex.app, "--rows", o.rows, "the rows to run, by their names as the table prints them (comma-separated; default all)");
   add_flag(ex.app, "--warmups", o.warmups, "the warmup rows' lengths W (comma-separated)");
   add_flag(ex.app, "--hold", o.hold, "the hold row's N: steps at lr 0 that update Adam's moments");
@@ -484,12 +475,13 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--reset-step", o.reset_step, "the reset and graft rows' step S (below --steps)");
   add_corpus_flags(ex.app, o.corpus, false);
   ex.check_flags = [&]() -> std::string {
-    if (o.window > o.steps) return "--window " + std::to_string(o.window) + " is more than --steps " + std::to_string(o.steps);
+    if (o.window > o.steps) return o.at_most_steps("--window", o.window);
     if (o.reset_step >= o.steps)
       return "--reset-step " + std::to_string(o.reset_step) + " must be below --steps " + std::to_string(o.steps);
     return unknown_row(o);
   };
   describe(ex.app, "--placements", "placements to train (comma-separated)");
   describe(ex.app, "--seeds", "seeds per row");
+  ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, o); });
 }

@@ -57,16 +57,12 @@
 
 namespace {
 
-struct DynamicsOptions {
+struct DynamicsOptions : TrainingOptions {  // --steps 300 --eval-batches 20 --clip 0 --margin 0.05
   std::vector<std::size_t> warmups = {0, 100};
   double lr = 1e-2;
-  std::size_t steps = 300;
   std::size_t early = 10;  // link (1): the "first steps" window
   std::size_t early_window = 30;  // the early-window table: steps 1..early_window
-  std::size_t eval_batches = 20;
-  double clip = 0.0;
-  double margin = 0.05;
-  CorpusOptions corpus;  // --text (empty: the Markov corpus), --markov-order, --markov-concentration
+  nn::CorpusOptions corpus;  // --text (empty: the Markov corpus), --markov-order, --markov-concentration
   OptimizerSetup opt;  // Adam(0.9, 0.98, eps 1e-8) unless the flags say otherwise
 };
 
@@ -138,14 +134,14 @@ void measure_update(nn::TransformerLM& model, const nn::Batch& batch, const std:
 }
 
 // One run. With --html, the first seed's run is recorded for the explorer page.
-DynamicsRun run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, const DynamicsOptions& o, Tick& tick,
+DynamicsRun run_one(ModelOptions m, std::size_t warmup, const nn::Corpus& corpus, const DynamicsOptions& o, Tick& tick,
                Experiment& ex, const Cell& cell) {
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
   const auto rec = cell["seed"] == 0 ? ex.recorder(cell.grid->describe(cell.index), model) : nullptr;
   const std::unique_ptr<nn::Optimizer> optimizer = o.opt.make(model);
   const nn::Schedule schedule = o.opt.with_hold({nn::ScheduleKind::warmup, o.lr, warmup, o.steps, 0.1});
-  std::mt19937_64 probe_rng = rng_for(m.seed, 0, RngPurpose::probe);
+  std::mt19937_64 probe_rng = nn::rng_for(m.seed, 0, nn::RngPurpose::probe);
   const nn::Batch probe = corpus.data.batch(nn::Split::validation, m.batch, m.seq, probe_rng);
   Tape::current().keep_contributions = true;  // for through_norm (this thread's tape)
   ProbePass before = probe_pass(model, probe);
@@ -154,15 +150,15 @@ DynamicsRun run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, co
   for (std::size_t step = 0; step < o.steps; ++step) {
     stop_if_requested(step);  // SIGINT/SIGTERM: stop between steps (interrupt.hpp)
     StepRecord r;
-    const nn::Batch batch = training_batch(corpus.data, m.batch, m.seq, m.seed, step);
-    r.loss = forward_backward(model, batch);
+    const nn::Batch batch = nn::training_batch(corpus.data, m.batch, m.seq, m.seed, step);
+    r.loss = nn::forward_backward(model, batch);
     if (!std::isfinite(r.loss)) break;
     read_tape(model, r);
     r.token_share = before.token_share;
     const double loss_before = last_loss(model);
     if (rec) rec->record_pass(step, Tape::current(), r.loss);
     const std::vector<Array> weights_before = parameter_values(model), grads = parameter_grads(model);
-    const Update u = apply_update(*optimizer, schedule, step, o.clip);
+    const nn::Update u = nn::apply_update(*optimizer, schedule, step, o.clip);
     r.update_ratio = update_ratios(weights_before, model);
     if (rec) rec->record_update(step);
     measure_update(model, batch, weights_before, grads, loss_before, starts, r);
@@ -189,7 +185,7 @@ DynamicsRun run_one(ModelOptions m, std::size_t warmup, const Corpus& corpus, co
     steps.push_back(std::move(r));
   }
   Tape::current().keep_contributions = false;
-  const double final_loss = steps.size() == o.steps ? evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, m.seed) : NAN;
+  const double final_loss = steps.size() == o.steps ? nn::evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, m.seed) : NAN;
   const Verdict verdict = verdict_of(final_loss, Thresholds{corpus.uniform, corpus.unigram, o.margin});
   if (rec) {
     rec->run().facts = {{"program", "dynamics"}, {"run", cell.grid->describe(cell.index)}, {"data", corpus.name},
@@ -229,9 +225,10 @@ const Field emb_ratio = [](const StepRecord& r) {
 };
 const Field output_move = [](const StepRecord& r) { return r.output_move; };
 const Field train_loss = [](const StepRecord& r) { return r.loss; };
-const Field att_logit_max = [](const StepRecord& r) {
-  return r.att_logit_max.empty() ? NAN : *std::max_element(r.att_logit_max.begin(), r.att_logit_max.end());
-};
+// The largest (smallest) of a step's values, NaN where the step has none.
+double max_of(const std::vector<double>& v) { return v.empty() ? NAN : *std::max_element(v.begin(), v.end()); }
+double min_of(const std::vector<double>& v) { return v.empty() ? NAN : *std::min_element(v.begin(), v.end()); }
+const Field att_logit_max = [](const StepRecord& r) { return max_of(r.att_logit_max); };
 const Field log_z_mean = [](const StepRecord& r) { return r.log_z_mean; };
 // The early window's fields. Block i's relative update and spectral ratio: the max over its attention
 // and its MLP (update_ratio groups 1 + 3i, 2 + 3i; spectral_ratio groups 2i, 2i + 1).
@@ -243,15 +240,11 @@ Field block_spectral(std::size_t i) {
     return r.spectral_ratio.empty() ? NAN : std::max(r.spectral_ratio.at(2 * i), r.spectral_ratio.at(2 * i + 1));
   };
 }
-const Field spectral_max = [](const StepRecord& r) {
-  return r.spectral_ratio.empty() ? NAN : *std::max_element(r.spectral_ratio.begin(), r.spectral_ratio.end());
-};
+const Field spectral_max = [](const StepRecord& r) { return max_of(r.spectral_ratio); };
 // actual / predicted loss change of the step: 1 where the loss is linear over it
 const Field loss_ratio = [](const StepRecord& r) { return r.loss_change / r.loss_linear; };
 const Field token_share_of = [](const StepRecord& r) { return r.token_share; };
-const Field att_entropy_min = [](const StepRecord& r) {
-  return r.att_entropy.empty() ? NAN : *std::min_element(r.att_entropy.begin(), r.att_entropy.end());
-};
+const Field att_entropy_min = [](const StepRecord& r) { return min_of(r.att_entropy); };
 const Field logit_rms = [](const StepRecord& r) { return r.logit_rms; };
 
 // A number from one seed's run; NaN where the run did not get far enough.
@@ -321,7 +314,7 @@ void emit(const Runs& runs, const std::string& heading, std::vector<std::string>
   t.write_csv(dir / (name + ".csv"));
 }
 
-void link_tables(const Runs& runs, const Corpus& corpus, const DynamicsOptions& o, const std::filesystem::path& dir) {
+void link_tables(const Runs& runs, const nn::Corpus& corpus, const DynamicsOptions& o, const std::filesystem::path& dir) {
   const std::size_t n = o.steps, e = std::min(o.early, n), k = std::max<std::size_t>(1, n / 10);
   const std::string early = "steps 1-" + std::to_string(e), end = "last " + std::to_string(k);
 
@@ -390,17 +383,17 @@ void draw_per_run(const RunKey& k, const std::vector<DynamicsRun>& tr, std::size
                   const std::vector<std::string>& ln_names, const std::filesystem::path& dir) {
   const std::vector<std::string> names = layer_names(layers);
   if (mean_curve(tr, ln_rms, "").x.empty()) return;  // a seed diverged at step 1: nothing to draw
-  Plot grads{run_label(k) + ": |dL/dW| per layer", "step", "gradient norm (log scale)", false, true, {}};
-  for (std::size_t j = 0; j < names.size(); ++j)
-    grads.series.push_back(mean_curve(
-        tr, [j](const StepRecord& r) { return r.layer_grad[j]; }, names[j]));
-  draw(grads, dir, "grads_" + file_label(k));
-  if (ln_names.empty()) return;
-  Plot ln{run_label(k) + ": RMS of each LN's input", "step", "RMS (log scale)", false, true, {}};
-  for (std::size_t j = 0; j < ln_names.size(); ++j)
-    ln.series.push_back(mean_curve(
-        tr, [j](const StepRecord& r) { return r.ln_rms[j]; }, ln_names[j]));
-  draw(ln, dir, "ln_input_" + file_label(k));
+  // A log-scale plot of one list of the steps (a value per layer, per LN), a line per element.
+  const auto draw_each = [&](const std::string& title, const std::string& ylabel, std::vector<double> StepRecord::*list,
+                             const std::vector<std::string>& labels, const std::string& file) {
+    Plot plot{run_label(k) + ": " + title, "step", ylabel, false, true, {}};
+    for (std::size_t j = 0; j < labels.size(); ++j)
+      plot.series.push_back(mean_curve(tr, [j, list](const StepRecord& r) { return (r.*list)[j]; }, labels[j]));
+    draw(plot, dir, file + file_label(k));
+  };
+  draw_each("|dL/dW| per layer", "gradient norm (log scale)", &StepRecord::layer_grad, names, "grads_");
+  if (!ln_names.empty())
+    draw_each("RMS of each LN's input", "RMS (log scale)", &StepRecord::ln_rms, ln_names, "ln_input_");
 }
 
 std::vector<std::string> ln_names_of(const ModelOptions& mo, const std::string& placement) {
@@ -463,7 +456,7 @@ void write_steps_csv(const Runs& runs, const ModelOptions& mo, unsigned seed0, c
   t.write_csv(dir / "steps.csv");
 }
 
-void plots(const Runs& runs, const Corpus& corpus, const ModelOptions& mo, const DynamicsOptions& o,
+void plots(const Runs& runs, const nn::Corpus& corpus, const ModelOptions& mo, const DynamicsOptions& o,
            const std::filesystem::path& dir) {
   const double n = static_cast<double>(o.steps);
   draw_runs(runs, train_loss, "training loss", "loss (nats)", false, dir, "loss",
@@ -509,7 +502,7 @@ std::vector<std::size_t> shown_steps(std::size_t e) {
 }
 
 // A row per run and step 1..--early-window (printed at shown_steps, every step in early_window.csv).
-void early_window_table(const Runs& runs, const Corpus& corpus, const ModelOptions& mo, const DynamicsOptions& o,
+void early_window_table(const Runs& runs, const nn::Corpus& corpus, const ModelOptions& mo, const DynamicsOptions& o,
                         const std::filesystem::path& dir) {
   const std::size_t e = std::min(o.early_window, o.steps), top = mo.layers - 1;
   const std::vector<std::string> cols = {"run", "step", "loss", "upd b0", "upd top", "spec b0", "spec top",
@@ -570,8 +563,8 @@ void run(Experiment& ex, DynamicsOptions& o) {
   nn::ModelConfig largest = mo.config();
   largest.vocab = o.corpus.text.empty() ? mo.vocab : 256;
   const std::size_t runs = ex.placements.size() * o.warmups.size() * ex.seeds;
-  ex.check_memory(largest, 2, true, runs, corpus_bytes(o.corpus, mo.vocab));
-  const Corpus corpus = build_corpus(o.corpus, mo.vocab, mo.seed, mo.seq);
+  ex.check_memory(largest, 2, true, runs, nn::corpus_bytes(o.corpus, mo.vocab));
+  const nn::Corpus corpus = nn::build_corpus(o.corpus, mo.vocab, mo.seed, mo.seq);
   std::printf(
       "dynamics: %s (vocab %zu); layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; %s, "
       "lr %g, linear warmup then constant, clip %s; %zu steps; seeds %u..%zu\n",
@@ -581,10 +574,9 @@ void run(Experiment& ex, DynamicsOptions& o) {
       o.clip > 0 ? fmt(o.clip).c_str() : "off", o.steps, mo.seed, mo.seed + ex.seeds - 1);
   std::printf(
       "each number: mean ± std over the seeds; 'step t' = the t-th update, 'last N' = mean over the last N steps\n");
-  std::fflush(stdout);
   Grid grid;
   grid.axis("placement", ex.placements).axis("warmup", labels(o.warmups)).axis("seed", labels(ex.seed_list()));
-  const auto cells = ex.run_cells<DynamicsRun>(grid, "steps", [&](const Cell&) { return o.steps; }, [&](const Cell& c, Tick& tick) {
+  const auto cells = ex.run_steps<DynamicsRun>(grid, o.steps, [&](const Cell& c, Tick& tick) {
     return run_one(ex.cell_model(c), o.warmups[c["warmup"]], corpus, o, tick, ex, c);
   });
   if (!cells) return;
@@ -614,13 +606,11 @@ int main(int argc, char** argv) {
   DynamicsOptions o;
   add_flag(ex.app, "--warmups", o.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)");
   add_flag(ex.app, "--lr", o.lr, "peak learning rate (Adam(0.9, 0.98); constant after the warmup)");
-  add_flag(ex.app, "--steps", o.steps, "training steps recorded");
+  add_training_flags(ex.app, o, {"--steps", "--eval-batches", "--clip", "--margin"});
+  describe(ex.app, "--steps", "training steps recorded");
   add_flag(ex.app, "--early", o.early, "link 1: the max output move is taken over steps 1..early");
   add_flag(ex.app, "--early-window", o.early_window, "the early-window table: steps 1..N (printed at 1, 2, 3, 5, 10, "
            "20, ..., N; every step in early_window.csv)");
-  add_flag(ex.app, "--eval-batches", o.eval_batches, "held-out batches averaged for the final loss");
-  add_flag(ex.app, "--clip", o.clip, "clip the global gradient norm to this");
-  add_flag(ex.app, "--margin", o.margin, "verdict margin in nats (as in warmup)");
   add_corpus_flags(ex.app, o.corpus, true);
   add_optimizer_flags(ex.app, o.opt, true);
   describe(ex.app, "--placements", "placements to train (comma-separated)");

@@ -76,15 +76,13 @@ using Runs = std::vector<const FlowRun*>;  // one (placement, depth): a run per 
 
 // What the report reads: the runs of the grid (placement, layers, seed), the depths measured (the
 // layers axis) and those of the scan (b).
-struct Scan {
-  const std::vector<FlowRun>& runs;
-  const Grid& grid;
+struct Scan : GridRuns<FlowRun> {
   const std::vector<std::size_t>& layers;
   const std::vector<std::size_t>& depths;
   std::size_t seeds;
   const std::vector<std::string>& placements() const { return grid.labels(0); }
   // The seeds of placement p (its index) at depth L (one of `layers`).
-  Runs at(std::size_t p, std::size_t L) const { return seeds_of(runs, grid, {p, index_in(layers, L)}); }
+  Runs at(std::size_t p, std::size_t L) const { return GridRuns::seeds({p, index_in(layers, L)}); }
 };
 
 // The value of a group for every seed; empty if the placement has no such group. layer -1: model-level.
@@ -251,14 +249,9 @@ void draw_depth(const Scan& s, const std::string& group, const std::string& dir)
   Plot plot{"", "layers L", "|dL/dW| of the last block's " + group + ".weight", true, true, {}};
   std::vector<double> x;
   for (std::size_t L : s.depths) x.push_back(static_cast<double>(L));
-  for (std::size_t p = 0; p < s.placements().size(); ++p) {
-    Series line{s.placements()[p], x, {}, {}};
-    for (std::size_t L : s.depths) {
-      line.y.push_back(stat_of(last_block(s, p, L, group)).mean);
-      line.err.push_back(stat_of(last_block(s, p, L, group)).std);
-    }
-    plot.series.push_back(line);
-  }
+  for (std::size_t p = 0; p < s.placements().size(); ++p)
+    plot.series.push_back(
+        stat_line(s.placements()[p], x, [&](std::size_t i) { return last_block(s, p, s.depths[i], group); }));
   const std::string skipped = drop_nonpositive(plot.series);
   for (const Series& line : plot.series)
     if (line.title == "pre") {
@@ -341,14 +334,11 @@ int main(int argc, char** argv) {
     for (unsigned seed : ex.seed_list()) batches.push_back(MarkovBatches(mo.vocab, mo.batch, mo.seq, seed).batch(0));
     Grid grid;
     grid.axis("placement", ex.placements).axis("layers", labels(all)).axis("seed", labels(ex.seed_list()));
-    const auto runs = ex.run_cells<FlowRun>(
-        grid, "layers", [&](const Cell& c) { return all[c["layers"]]; },
-        [&](const Cell& c, Tick&) {
-          ModelOptions o = ex.cell_model(c);
-          o.layers = all[c["layers"]];
-          if (c["seed"] == 0) ex.record_init_pass(c.index, grid.describe(c.index), o.config(), batches[c["seed"]]);
-          return measure(o.config(), batches[c["seed"]]);
-        });
-    if (runs) report(Scan{*runs, grid, all, depths, ex.seeds}, mo.layers, mo.seed, ex.out);
+    const auto runs = ex.run_depths<FlowRun>(grid, [&](const Cell& c, Tick&) {
+      ModelOptions o = ex.cell_model(c);
+      if (c["seed"] == 0) ex.record_init_pass(c.index, grid.describe(c.index), o.config(), batches[c["seed"]]);
+      return measure(o.config(), batches[c["seed"]]);
+    });
+    if (runs) report(Scan{{*runs, grid}, all, depths, ex.seeds}, mo.layers, mo.seed, ex.out);
   });
 }

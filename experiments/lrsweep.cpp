@@ -20,7 +20,6 @@
 //
 //   build/bin/lrsweep                                                the default sweep (about 4 CPU-minutes)
 //   build/bin/lrsweep --variants pre,pre+qk --lrs 1e-3,1e-2,1e-1 --seeds 2 --steps 100
-#include <chrono>
 
 #include "experiments/lib/experiment.hpp"
 #include "analysis/lr_sensitivity.hpp"
@@ -28,13 +27,12 @@
 
 namespace {
 
-struct SweepOptions {
+struct SweepOptions : TrainingOptions {  // --steps and --eval-batches
+  SweepOptions() { steps = 200, eval_batches = 10; }
   std::vector<std::string> variants = {"pre", "pre+warmup", "pre+qk", "pre+z", "pre+gi", "post", "post+warmup", "post+gi", "out+qk"};
   std::vector<double> lrs = {1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1};
-  std::size_t steps = 200;
   std::size_t warmup = 50;   // for +warmup
   double z_coef = 1e-4;      // for +z (Wortsman et al.'s 1e-4)
-  std::size_t eval_batches = 10;
 };
 
 // A variant's parts: the placement and what its options set.
@@ -97,7 +95,7 @@ void from_record(const Record& r, SweepRun& run) {
 }
 
 // One run. With --html, the first seed's run is recorded for the explorer page.
-SweepRun run_one(ModelOptions m, const Variant& v, const Corpus& corpus, double lr, const SweepOptions& so,
+SweepRun run_one(ModelOptions m, const Variant& v, const nn::Corpus& corpus, double lr, const SweepOptions& so,
                  OptimizerSetup opt, Tick& tick, Experiment& ex, const Cell& cell) {
   m.vocab = corpus.data.vocab();
   m.placement = v.placement;
@@ -108,13 +106,12 @@ SweepRun run_one(ModelOptions m, const Variant& v, const Corpus& corpus, double 
   const std::unique_ptr<nn::Optimizer> optimizer = opt.make(model);
   const std::size_t warmup = v.warmup ? so.warmup : 0;
   const nn::Schedule schedule = opt.with_hold({nn::ScheduleKind::cosine, lr, warmup, so.steps, 0.1});
-  StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0};
   const auto rec = cell["seed"] == 0 ? ex.recorder(cell.grid->describe(cell.index), model) : nullptr;
-  setup.recorder = rec.get();
+  const nn::StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0, step_hooks(model, rec.get())};
   SweepRun run;
-  run.init_loss = evaluate(model, corpus.data, m.batch, m.seq, so.eval_batches, m.seed);
+  run.init_loss = nn::evaluate(model, corpus.data, m.batch, m.seq, so.eval_batches, m.seed);
   for (std::size_t step = 0; step < so.steps; ++step) {
-    const StepResult s = train_step(model, *optimizer, setup, step);
+    const nn::StepResult s = nn::train_step(model, *optimizer, setup, step);
     run.losses.push_back(s.loss);
     if (!s.finite()) {
       run.blew_up = step + 1;
@@ -130,7 +127,7 @@ SweepRun run_one(ModelOptions m, const Variant& v, const Corpus& corpus, double 
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e", s.loss, s.lr);
     tick(1, what);
   }
-  run.final_loss = run.blew_up ? NAN : evaluate(model, corpus.data, m.batch, m.seq, so.eval_batches, m.seed);
+  run.final_loss = run.blew_up ? NAN : nn::evaluate(model, corpus.data, m.batch, m.seq, so.eval_batches, m.seed);
   if (rec) {
     rec->run().facts = {{"program", "lrsweep"}, {"run", cell.grid->describe(cell.index)}, {"data", corpus.name},
                         {"held-out loss", fmt(run.final_loss)}};
@@ -169,11 +166,9 @@ std::vector<Quantity> quantities() {
 }
 
 // Every run, and the grid of its cells: axes variant, lr, seed.
-struct Sweep {
-  const std::vector<SweepRun>& runs;
-  const Grid& grid;
+struct Sweep : GridRuns<SweepRun> {
   const SweepOptions& so;
-  std::vector<const SweepRun*> at(std::size_t v, std::size_t l) const { return seeds_of(runs, grid, {v, l}); }
+  std::vector<const SweepRun*> at(std::size_t v, std::size_t l) const { return seeds({v, l}); }
 };
 
 // The sensitivity of each seed: the variant's runs of that seed over the lrs.
@@ -279,7 +274,7 @@ void write_runs_csv(const Sweep& s, const std::vector<unsigned>& seeds, const st
   steps.write_csv(dir / "steps.csv");
 }
 
-void report(const Sweep& s, const Corpus& corpus, const std::vector<unsigned>& seeds, const std::filesystem::path& dir) {
+void report(const Sweep& s, const nn::Corpus& corpus, const std::vector<unsigned>& seeds, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   lr_table(s, nullptr, "final held-out loss (mean ± std over " + std::to_string(seeds.size()) +
                            " seeds; NaN: the loss became NaN/Inf)", dir, "final_loss");
@@ -302,7 +297,6 @@ void report(const Sweep& s, const Corpus& corpus, const std::vector<unsigned>& s
 }
 
 void run(Experiment& ex, SweepOptions& so, const OptimizerSetup& opt) {
-  const auto start = std::chrono::steady_clock::now();
   const ModelOptions& mo = ex.model;
   keep_first_of_each(so.variants);
   keep_first_of_each(so.lrs);
@@ -311,11 +305,10 @@ void run(Experiment& ex, SweepOptions& so, const OptimizerSetup& opt) {
   for (const std::string& v : so.variants) variants.push_back(parse_variant(v, so.z_coef, mo));
   if (opt.z_loss != 0 || opt.adam_v0 != "zero")
     throw FlagError("lrsweep sets the z-loss and Adam's v0 per variant (+z, +gi): leave --z-loss and --adam-v0 out");
-  if (so.warmup > so.steps)
-    throw FlagError("--warmup " + std::to_string(so.warmup) + " is more than --steps " + std::to_string(so.steps));
+  if (so.warmup > so.steps) throw FlagError(so.at_most_steps("--warmup", so.warmup));
   const std::size_t cells = variants.size() * so.lrs.size() * ex.seeds;
-  ex.check_memory(mo.config(), 2, ex.html_wanted(), cells, corpus_bytes({}, mo.vocab));
-  const Corpus corpus = build_corpus({}, mo.vocab, mo.seed, mo.seq);
+  ex.check_memory(mo.config(), 2, ex.html_wanted(), cells, nn::corpus_bytes({}, mo.vocab));
+  const nn::Corpus corpus = nn::build_corpus({}, mo.vocab, mo.seed, mo.seq);
   std::printf("lrsweep: %zu runs (%zu variants x %zu lrs x %zu seeds), %zu steps each\n", cells, variants.size(),
               so.lrs.size(), ex.seeds, so.steps);
   std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu%s\n", mo.layers,
@@ -324,15 +317,13 @@ void run(Experiment& ex, SweepOptions& so, const OptimizerSetup& opt) {
               opt.text().c_str(), so.warmup, so.z_coef);
   std::printf("  Markov corpus: uniform log V = %.4f, entropy-rate floor %.4f; %u parallel jobs\n", corpus.uniform,
               corpus.floor, ex.jobs);
-  std::fflush(stdout);
   Grid grid;
   grid.axis("variant", so.variants).axis("lr", labels(so.lrs)).axis("seed", labels(ex.seed_list()));
-  const auto runs = ex.run_cells<SweepRun>(grid, "steps", [&](const Cell&) { return so.steps; }, [&](const Cell& c, Tick& tick) {
+  const auto runs = ex.run_steps<SweepRun>(grid, so.steps, [&](const Cell& c, Tick& tick) {
     return run_one(ex.cell_model(c), variants[c["variant"]], corpus, so.lrs[c["lr"]], so, opt, tick, ex, c);
   });
   if (!runs) return;
-  report(Sweep{*runs, grid, so}, corpus, ex.seed_list(), ex.out);
-  std::printf("time: %.1f s\n", seconds_since(start));
+  report(Sweep{{*runs, grid}, so}, corpus, ex.seed_list(), ex.out);
 }
 
 }  // namespace
@@ -351,12 +342,14 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--variants", so.variants, "recipes: a placement with options joined by '+': qk (qk-norm layer), "
            "qkrms, z (z-loss --z-coef), warmup (--warmup steps), gi (GI-Adam), e.g. out+qk");
   add_flag(ex.app, "--lrs", so.lrs, "peak learning rates (comma-separated)");
-  add_flag(ex.app, "--steps", so.steps, "training steps per run (warmup, then a cosine decay to 0.1 lr)");
+  add_training_flags(ex.app, so, {"--steps", "--eval-batches"});
+  describe(ex.app, "--steps", "training steps per run (warmup, then a cosine decay to 0.1 lr)");
+  describe(ex.app, "--eval-batches", "held-out batches averaged for the losses at init and at the end");
   add_flag(ex.app, "--warmup", so.warmup, "linear-warmup steps of the +warmup variants");
   add_flag(ex.app, "--z-coef", so.z_coef, "C of the +z variants' z-loss");
-  add_flag(ex.app, "--eval-batches", so.eval_batches, "held-out batches averaged for the losses at init and at the end");
   add_optimizer_flags(ex.app, opt, false);
   describe(ex.app, "--seeds", "seeds per (variant, lr): the sensitivity is computed per seed, then mean ± std");
   describe(ex.app, "--vocab", "vocabulary of the Markov corpus");
+  ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, so, opt); });
 }

@@ -21,7 +21,6 @@
 //
 //   build/bin/sharpness                                   the default grid (time in --help)
 //   build/bin/sharpness --placements post,pre,peri --lrs 1e-3,3e-3,1e-2 --warmups 0,50 --steps 120
-#include <chrono>
 #include <functional>
 #include <future>
 #include <map>
@@ -120,21 +119,21 @@ struct Run {
   nn::TransformerLM model;
   nn::Adam adam;
   nn::Schedule schedule;
-  StepSetup setup;
+  nn::StepSetup setup;
   nn::Batch batch;  // the measurement batch: one held-out batch of the seed
-  Run(const ModelOptions& m, const Corpus& corpus, double lr, std::size_t warmup, std::size_t steps)
+  Run(const ModelOptions& m, const nn::Corpus& corpus, double lr, std::size_t warmup, std::size_t steps)
       : model(m.config()),
         adam(model.named_parameters(), nn::AdamOptions{adam_beta1, 0.98, 1e-8, 0.0, false}),
         schedule{nn::ScheduleKind::warmup, lr, warmup, steps, 0.1},
-        setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0} {
-    std::mt19937_64 rng = rng_for(m.seed, 0, RngPurpose::probe);
+        setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0, step_hooks(model)} {
+    std::mt19937_64 rng = nn::rng_for(m.seed, 0, nn::RngPurpose::probe);
     batch = corpus.data.batch(nn::Split::validation, m.batch, m.seq, rng);
   }
 };
 
 // Step 0: the loss, H at the initial parameters, and P with P of the first update (at the initial
 // parameters too), unless the first step's loss was NaN/Inf.
-SharpnessRun measure_init(const ModelOptions& m, const Corpus& corpus, const SharpnessOptions& go, Tick& tick) {
+SharpnessRun measure_init(const ModelOptions& m, const nn::Corpus& corpus, const SharpnessOptions& go, Tick& tick) {
   Run run(m, corpus, go.lrs[0], 0, go.steps);
   const std::vector<CurvatureScope> scopes = curvature_scopes(run.model);
   const std::vector<Parameter> params = parameter_handles(run.model);
@@ -144,14 +143,14 @@ SharpnessRun measure_init(const ModelOptions& m, const Corpus& corpus, const Sha
   r.loss.push_back(measure.loss());
   measure.H(0);
   const std::vector<Array> before = values_of(params);
-  if (train_step(run.model, run.adam, run.setup, 0).finite()) {
+  if (nn::train_step(run.model, run.adam, run.setup, 0).finite()) {
     set_values(params, before);
     measure.P(0, run.adam.preconditioner());
   }
   return r;
 }
 
-SharpnessRun run_one(const ModelOptions& m, const Corpus& corpus, double lr, std::size_t warmup,
+SharpnessRun run_one(const ModelOptions& m, const nn::Corpus& corpus, double lr, std::size_t warmup,
                      const SharpnessOptions& go, const SharpnessRun& init, Tick& tick) {
   Run run(m, corpus, lr, warmup, go.steps);
   const std::vector<CurvatureScope> scopes = curvature_scopes(run.model);
@@ -160,7 +159,7 @@ SharpnessRun run_one(const ModelOptions& m, const Corpus& corpus, double lr, std
   r.lr.push_back(run.schedule.lr(0));
   Measurer measure{run.model, run.batch, scopes, go.lanczos, r, tick};
   for (std::size_t s = 0; s < go.steps && r.blew_up == 0; ++s) {
-    if (!train_step(run.model, run.adam, run.setup, s).finite()) r.blew_up = s + 1;
+    if (!nn::train_step(run.model, run.adam, run.setup, s).finite()) r.blew_up = s + 1;
     const std::size_t taken = s + 1;  // updates taken
     if (r.blew_up == 0 && taken % go.every == 0) {
       r.steps.push_back(static_cast<double>(taken));
@@ -170,7 +169,7 @@ SharpnessRun run_one(const ModelOptions& m, const Corpus& corpus, double lr, std
       measure.P(taken, run.adam.preconditioner());
     }
   }
-  r.final_loss = r.blew_up ? NAN : evaluate(run.model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
+  r.final_loss = r.blew_up ? NAN : nn::evaluate(run.model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
   r.verdict = verdict_of(r.final_loss, Thresholds{corpus.uniform, corpus.unigram, go.margin});
   return r;
 }
@@ -186,7 +185,7 @@ void dump_with_lambda(const Experiment& ex, const LanczosOptions& lanczos) {
   dump_model(ex.dump, model, batch, {{"lambda_max", Array{c.lambda_max}}});
 }
 
-void print_setup(const Experiment& ex, const SharpnessOptions& go, const Corpus& corpus, std::size_t blocks) {
+void print_setup(const Experiment& ex, const SharpnessOptions& go, const nn::Corpus& corpus, std::size_t blocks) {
   const ModelOptions& mo = ex.model;
   std::string at;
   for (std::size_t k : measured_steps(go)) at += (at.empty() ? "" : ", ") + std::to_string(k);
@@ -196,7 +195,7 @@ void print_setup(const Experiment& ex, const SharpnessOptions& go, const Corpus&
   std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu; Markov corpus "
               "(vocab %zu, order %zu); Adam(%g, 0.98, eps 1e-8), linear warmup then constant lr; %u parallel jobs%s\n",
               mo.layers, mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.vocab,
-              go.corpus.order, adam_beta1, ex.jobs, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
+              go.corpus.order, adam_beta1, ex.jobs, mo.qk_note().c_str());
   std::printf("  curvature of the loss of one fixed held-out batch per seed, for the whole model and each of the %zu "
               "blocks; Lanczos: at most %zu products (2 gradients each), tolerance %s\n",
               blocks, go.lanczos.max_iterations, fmt(go.lanczos.tolerance).c_str());
@@ -208,18 +207,15 @@ void print_setup(const Experiment& ex, const SharpnessOptions& go, const Corpus&
   std::printf("  verdict (as warmup's, on the held-out loss after the last step): diverged > %.4f, stuck > %.4f, "
               "else trained\n",
               corpus.uniform + go.margin, corpus.unigram - go.margin);
-  std::fflush(stdout);
 }
 
 void run(Experiment& ex, SharpnessOptions& go) {
-  const auto start = std::chrono::steady_clock::now();
   const ModelOptions& mo = ex.model;
   keep_first_of_each(go.lrs);
   keep_first_of_each(go.warmups);
-  if (go.every > go.steps) throw FlagError("--every " + std::to_string(go.every) + " is more than --steps " + std::to_string(go.steps));
   const std::size_t cells = ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
-  ex.check_memory(mo.config(), 2, false, cells, corpus_bytes(go.corpus, mo.vocab));
-  const Corpus corpus = build_corpus(go.corpus, mo.vocab, mo.seed, mo.seq);
+  ex.check_memory(mo.config(), 2, false, cells, nn::corpus_bytes(go.corpus, mo.vocab));
+  const nn::Corpus corpus = nn::build_corpus(go.corpus, mo.vocab, mo.seed, mo.seq);
   const std::vector<CurvatureScope> scopes = curvature_scopes(nn::TransformerLM(mo.config()));
   print_setup(ex, go, corpus, scopes.size() - 1);
   Grid grid;
@@ -235,7 +231,6 @@ void run(Experiment& ex, SharpnessOptions& go) {
   if (!runs) return;
   report_sharpness(*runs, grid, go, scopes, ex.seed_list(), ex.out);
   if (!ex.dump.empty()) dump_with_lambda(ex, go.lanczos);
-  std::printf("time: %.1f s\n", seconds_since(start));
 }
 
 }  // namespace
@@ -253,16 +248,16 @@ int main(int argc, char** argv) {
   SharpnessOptions go;
   add_flag(ex.app, "--lrs", go.lrs, "peak learning rates (comma-separated)");
   add_flag(ex.app, "--warmups", go.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)");
-  add_flag(ex.app, "--steps", go.steps, "training steps per run");
+  add_training_flags(ex.app, go, {"--steps", "--eval-batches", "--margin"});
   add_flag(ex.app, "--every", go.every, "measure the curvature at step 0 and every this many steps");
   add_flag(ex.app, "--lanczos-iterations", go.lanczos.max_iterations,
            "Lanczos: Hessian-vector products at most per lambda_max (each costs two gradients)");
   add_flag(ex.app, "--tolerance", go.lanczos.tolerance, "Lanczos: converged when |A y - lambda y| <= tolerance * |lambda|");
-  add_flag(ex.app, "--eval-batches", go.eval_batches, "held-out batches averaged for the final loss (the verdict)");
-  add_flag(ex.app, "--margin", go.margin, "verdict margin in nats (as warmup's)");
   add_corpus_flags(ex.app, go.corpus, false);
   describe(ex.app, "--dump", "write the model of the model flags at init, its gradients on the dump batch of --seed, and "
                              "lambda_max.npy, the top eigenvalue of H of that batch's loss (Lanczos at the flags above); as train's --dump, "
                              "an output in addition to the run: the grid is measured too, and the dump written after it");
+  ex.check_flags = [&] { return go.at_most_steps("--every", go.every); };
+  ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, go); });
 }

@@ -98,7 +98,7 @@ StreamRun measure(nn::TransformerLM& model, const nn::Batch& batch) {
 
 // `steps` Adam(0.9, 0.98) updates with linear warmup, on batches drawn in turn by one generator seeded
 // with seed + 7919 (so the numbers are those this binary has always printed).
-void train(nn::TransformerLM& model, const nn::Dataset& data, const StepSetup& setup, std::size_t steps) {
+void train(nn::TransformerLM& model, const nn::Dataset& data, const nn::StepSetup& setup, std::size_t steps) {
   Tape tape;
   TapeScope scope(tape);
   nn::AdamOptions adam_options;
@@ -106,7 +106,7 @@ void train(nn::TransformerLM& model, const nn::Dataset& data, const StepSetup& s
   nn::Adam adam(model.named_parameters(), adam_options);
   std::mt19937_64 rng(setup.seed + 7919u);
   for (std::size_t step = 0; step < steps; ++step) {
-    const StepResult r = train_step(model, adam, setup, step, data.batch(nn::Split::train, setup.batch, setup.seq, rng));
+    const nn::StepResult r = nn::train_step(model, adam, setup, step, data.batch(nn::Split::train, setup.batch, setup.seq, rng));
     if (!r.finite())
       throw Error(nn::placement_name(model.config) + " L=" + std::to_string(model.config.layers) + " seed " +
                   std::to_string(setup.seed) + ": the loss is " + std::to_string(r.loss) + " at step " +
@@ -142,13 +142,11 @@ Stat over(const Runs& runs, F f) {
 }
 
 // What the report reads: the runs of the grid (layers, placement, seed) and its depths.
-struct Scan {
-  const std::vector<StreamRun>& runs;
-  const Grid& grid;
+struct Scan : GridRuns<StreamRun> {
   const std::vector<std::size_t>& depths;
   const std::vector<std::string>& placements() const { return grid.labels(1); }
   // The seeds at depth L (one of `depths`) of placement p (its index).
-  Runs at(std::size_t L, std::size_t p) const { return seeds_of(runs, grid, {index_in(depths, L), p}); }
+  Runs at(std::size_t L, std::size_t p) const { return seeds({index_in(depths, L), p}); }
 };
 
 // A table with one row per position and one column per placement.
@@ -308,11 +306,11 @@ void report(const Scan& s, const std::filesystem::path& out) {
 
 // One seed's order-2 Markov corpus over `vocab` tokens, long enough for `steps` training batches.
 nn::Dataset seed_corpus(std::size_t vocab, std::size_t B, std::size_t T, std::size_t steps, unsigned seed) {
-  CorpusOptions markov;
+  nn::CorpusOptions markov;
   markov.concentration = 0.1;  // nn::MarkovOptions' peakedness, not the grids' 0.05
   markov.train_tokens = std::max<std::size_t>(steps * B * (T + 1), 4 * B * (T + 1)) + 1024;
   markov.validation_tokens = 4 * B * (T + 1) + 1024;
-  return build_corpus(markov, vocab, seed, T).data;
+  return nn::build_corpus(markov, vocab, seed, T).data;
 }
 
 // --html: a recorder of the first seed's training steps, with the measured pass (as step `steps`)
@@ -331,7 +329,7 @@ explorer::Run record_measured_pass(explorer::RunRecorder& rec, nn::TransformerLM
   Tape tape;
   TapeScope scope(tape);
   tape.keep_contributions = true;
-  const double loss = forward_backward(model, batch);
+  const double loss = nn::forward_backward(model, batch);
   rec.record_pass(steps, tape, loss);
   rec.run().facts = {{"program", "stream"}, {"run", name},
                      {"what", steps ? "Adam steps 0.." + std::to_string(steps - 1) + ", then the measured pass (step " +
@@ -366,7 +364,7 @@ void print_header(const Experiment& ex, std::size_t steps, double lr, std::size_
   const std::size_t B = mo.batch, T = mo.seq;
   std::printf("stream: the residual stream of a TransformerLM, forward and backward\n");
   std::printf("model: vocab %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch B=%zu, T=%zu%s\n", mo.vocab,
-              mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), B, T, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
+              mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), B, T, mo.qk_note().c_str());
   std::printf("measured %s, on one batch of an order-2 Markov corpus per seed; %zu seeds (%u..%u), mean ± std\n",
               steps ? ("after " + std::to_string(steps) + " Adam steps (lr " + fmt(lr) + ", warmup " +
                        std::to_string(warmup) + ")").c_str()
@@ -374,7 +372,6 @@ void print_header(const Experiment& ex, std::size_t steps, double lr, std::size_
               ex.seeds, mo.seed, mo.seed + static_cast<unsigned>(ex.seeds) - 1);
   std::printf("positions: emb = the input of block 0; blocks.l.mid = after block l's attention sublayer;\n"
               "           blocks.l.out = after its MLP sublayer = the input of block l+1\n\n");
-  std::fflush(stdout);
 }
 
 }  // namespace
@@ -414,14 +411,13 @@ int main(int argc, char** argv) {
         grid, "layers", [&](const Cell& c) { return depths[c["layers"]] * (1 + steps); },
         [&](const Cell& c, Tick&) {
           ModelOptions o = ex.cell_model(c);
-          o.layers = depths[c["layers"]];
           nn::TransformerLM model(o.config());
           const nn::Dataset& corpus = data[c["seed"]];
           // --html: the first seed's training steps, and the measured pass as step `steps`, always a snapshot
           std::unique_ptr<explorer::RunRecorder> rec;
           if (ex.html_wanted() && c["seed"] == 0) rec = pass_recorder(ex, grid.describe(c.index), model, steps);
-          StepSetup setup{&corpus, B, T, o.seed, {nn::ScheduleKind::warmup, lr, warmup, steps}, 0.0};
-          setup.recorder = rec.get();
+          const nn::StepSetup setup{&corpus, B, T, o.seed, {nn::ScheduleKind::warmup, lr, warmup, steps}, 0.0,
+                                    step_hooks(model, rec.get())};
           if (steps) train(model, corpus, setup, steps);
           StreamRun r = measure(model, batches[c["seed"]]);
           if (!ex.dump.empty() && c["seed"] == 0)
@@ -432,7 +428,7 @@ int main(int argc, char** argv) {
         });
     const double measure_seconds = seconds_since(program_start);
     if (!runs) return;
-    report(Scan{*runs, grid, depths}, ex.out);
+    report(Scan{{*runs, grid}, depths}, ex.out);
     std::printf("time: measuring %.1f s, total %.1f s\n", measure_seconds, seconds_since(program_start));
   });
 }

@@ -30,8 +30,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct TrainOptions {
-  std::size_t steps = 1500;
+struct TrainOptions : TrainingOptions {  // --steps 1500 --clip 1 --eval-batches 40
+  TrainOptions() { steps = 1500, clip = 1.0, eval_batches = 40; }
   double lr = 1e-2;
   std::size_t warmup = 100;
   std::string schedule = "cosine";
@@ -42,10 +42,8 @@ struct TrainOptions {
     s.beta2 = 0.999;
     return s;
   }();
-  double clip = 1.0;                 // max global gradient norm; 0: no clipping
-  CorpusOptions corpus;              // --text, --markov-order, --markov-concentration
+  nn::CorpusOptions corpus;              // --text, --markov-order, --markov-concentration
   std::size_t eval_every = 250;      // steps between validation evaluations (0: only at the end)
-  std::size_t eval_batches = 40;     // validation batches averaged per evaluation
   std::string out, save, resume, dump;
   std::size_t sample = 0;
   double temperature = 1.0;          // 0: greedy
@@ -58,7 +56,7 @@ std::string sample(nn::TransformerLM& model, const nn::Dataset& data, std::size_
                    unsigned seed) {
   Tape& tape = Tape::current();
   NoGradScope no_grad(tape);
-  std::mt19937_64 rng = rng_for(seed, 0, RngPurpose::sample);
+  std::mt19937_64 rng = nn::rng_for(seed, 0, nn::RngPurpose::sample);
   const nn::Tokens& val = data.tokens(nn::Split::validation);
   nn::Tokens tokens{val[std::uniform_int_distribution<std::size_t>(0, val.size() - 1)(rng)]};
   const std::size_t context = model.config.context, vocab = model.config.vocab;
@@ -125,8 +123,8 @@ nlohmann::json train_record(const Experiment& ex, const TrainOptions& o) {
 }
 
 // The corpus, printed; a text file sets the model's vocab.
-Corpus load_corpus(const TrainOptions& o, nn::ModelConfig& config, const std::optional<nn::CheckpointInfo>& resumed) {
-  Corpus corpus = build_corpus(o.corpus, config.vocab, config.seed, config.context);
+nn::Corpus load_corpus(const TrainOptions& o, nn::ModelConfig& config, const std::optional<nn::CheckpointInfo>& resumed) {
+  nn::Corpus corpus = nn::build_corpus(o.corpus, config.vocab, config.seed, config.context);
   if (o.corpus.text.empty()) {
     std::printf("data: Markov chain, vocab %zu, order %zu, concentration %g, seed %u\n", config.vocab, o.corpus.order,
                 o.corpus.concentration, config.seed);
@@ -184,7 +182,7 @@ double mean_log_z_sq(nn::TransformerLM& model) {
 // Steps start .. o.steps: batch, forward, backward, clip, update; train.csv and eval.csv in --out; then
 // the validation loss averaged over eval_batches batches. A signal stops the loop between two steps
 // (interrupt.hpp); what follows is then done for the steps finished.
-Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t start,
+Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const nn::StepSetup& setup, std::size_t start,
                   const TrainOptions& o) {
   const auto [train_csv, eval_csv] = open_csvs(o, model.z_loss > 0, start);
   const std::size_t B = setup.batch, T = setup.seq;
@@ -195,7 +193,7 @@ Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const Ste
   for (; step < o.steps; ++step) {
     if (stop_requested(step)) break;
     const auto step_start = Clock::now();
-    const StepResult r = train_step(model, optimizer, setup, step);
+    const nn::StepResult r = nn::train_step(model, optimizer, setup, step);
     if (!r.finite()) throw Error("the loss is " + std::to_string(r.loss) + " at step " + std::to_string(step));
     const double step_seconds = seconds_since(step_start);
     stepping_seconds += step_seconds;  // excludes evaluations
@@ -215,7 +213,7 @@ Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const Ste
       train_csv->row(row);
     }
     if (o.eval_every && (step + 1) % o.eval_every == 0 && step + 1 < o.steps) {
-      const double val = evaluate(model, *setup.data, B, T, o.eval_batches, setup.seed);
+      const double val = nn::evaluate(model, *setup.data, B, T, o.eval_batches, setup.seed);
       progress.finish();
       std::printf("step %zu: validation loss %.4f\n", step + 1, val);
       std::fflush(stdout);
@@ -225,7 +223,7 @@ Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const Ste
   progress.finish();
   Tape::current().reset();
   const double seconds = seconds_since(train_start);
-  const double val = evaluate(model, *setup.data, B, T, o.eval_batches, setup.seed);
+  const double val = nn::evaluate(model, *setup.data, B, T, o.eval_batches, setup.seed);
   if (eval_csv) eval_csv->row({static_cast<double>(step), val});
   std::printf("%s: validation loss %.4f (mean of %zu batches of %zux%zu)", interrupt_signal() ? "at the stop" : "final",
               val, o.eval_batches, B, T);
@@ -238,8 +236,8 @@ Final train_one(Experiment& ex, TrainOptions& o, nn::ModelConfig config, const s
                 Clock::time_point program_start) {
   nn::ModelConfig largest = config;
   if (!o.corpus.text.empty()) largest.vocab = 256;  // a text file has at most 256 distinct bytes
-  ex.check_memory(largest, o.opt.optimizer == "sgd" ? 1 : 2, ex.html_wanted(), 1, corpus_bytes(o.corpus, config.vocab));
-  const Corpus corpus = load_corpus(o, config, resumed);
+  ex.check_memory(largest, o.opt.optimizer == "sgd" ? 1 : 2, ex.html_wanted(), 1, nn::corpus_bytes(o.corpus, config.vocab));
+  const nn::Corpus corpus = load_corpus(o, config, resumed);
   const std::size_t B = ex.model.batch, T = config.context;
 
   nn::TransformerLM model(config);
@@ -262,10 +260,9 @@ Final train_one(Experiment& ex, TrainOptions& o, nn::ModelConfig config, const s
   if (o.opt.hold || o.opt.interventions().any() || o.opt.beta1 != 0.9 || o.opt.beta2 != 0.999 || o.opt.eps != 1e-8 ||
       o.opt.adam_v0 != "zero" || o.opt.z_loss != 0.0)
     std::printf("       %s\n", o.opt.text().c_str());
-  StepSetup setup{&corpus.data, B, T, config.seed, schedule, o.clip};
   const auto recorder = ex.recorder(nn::placement_name(config) + ", " + o.opt.optimizer + " lr " + fmt(o.lr) +
                                         ", warmup " + std::to_string(o.warmup), model);
-  setup.recorder = recorder.get();
+  const nn::StepSetup setup{&corpus.data, B, T, config.seed, schedule, o.clip, step_hooks(model, recorder.get())};
   const Trained t = train_loop(model, *optimizer, setup, start, o);
   if (recorder) {
     recorder->run().facts = {{"program", "train"}, {"placement", nn::placement_name(config)},
@@ -284,7 +281,7 @@ Final train_one(Experiment& ex, TrainOptions& o, nn::ModelConfig config, const s
     std::printf("saved: %s (step %zu)\n", o.save.c_str(), t.steps);
   }
   if (!o.dump.empty()) {
-    std::mt19937_64 rng = rng_for(config.seed, t.steps, RngPurpose::dump);
+    std::mt19937_64 rng = nn::rng_for(config.seed, t.steps, nn::RngPurpose::dump);
     dump_model(o.dump, model, corpus.data.batch(nn::Split::train, B, T, rng));
   }
   if (interrupt_signal() && t.steps < o.steps)
@@ -298,18 +295,18 @@ Final train_one(Experiment& ex, TrainOptions& o, nn::ModelConfig config, const s
 // --graph FILE --graph-step N: trains steps 0 .. N-1 as the run would (same corpus, optimizer, schedule,
 // clipping and batches), then draws the forward and backward pass of step N on its training batch.
 void draw_graph_at_step(Experiment& ex, const TrainOptions& o, nn::ModelConfig config) {
-  const Corpus corpus = load_corpus(o, config, std::nullopt);
+  const nn::Corpus corpus = load_corpus(o, config, std::nullopt);
   const std::size_t B = ex.model.batch, T = config.context;
   nn::TransformerLM model(config);
   std::unique_ptr<nn::Optimizer> optimizer = o.opt.make(model);
   const nn::Schedule schedule = o.opt.with_hold({nn::parse_schedule(o.schedule), o.lr, o.warmup, o.schedule_steps, 0.1});
-  const StepSetup setup{&corpus.data, B, T, config.seed, schedule, o.clip};
+  const nn::StepSetup setup{&corpus.data, B, T, config.seed, schedule, o.clip, step_hooks(model)};
   for (std::size_t step = 0; step < ex.graph_step; ++step) {
-    const StepResult r = train_step(model, *optimizer, setup, step);
+    const nn::StepResult r = nn::train_step(model, *optimizer, setup, step);
     if (!r.finite()) throw Error("--graph-step " + std::to_string(ex.graph_step) + ": the loss is " +
                                  std::to_string(r.loss) + " at step " + std::to_string(step));
   }
-  write_pass_graph(ex.graph, model, training_batch(corpus.data, B, T, config.seed, ex.graph_step),
+  write_pass_graph(ex.graph, model, nn::training_batch(corpus.data, B, T, config.seed, ex.graph_step),
                    nn::placement_name(config) + ", " + std::to_string(config.layers) + " layers, " +
                        o.opt.optimizer + " lr " + fmt(o.lr) + ", warmup " + std::to_string(o.warmup) + ", seed " +
                        std::to_string(config.seed) + ", at step " + std::to_string(ex.graph_step),
@@ -359,17 +356,17 @@ int main(int argc, char** argv) {
   ex.add_model_flags();
   ex.draws_graph_at_step = true;
   TrainOptions o;
-  add_flag(ex.app, "--steps", o.steps, "total training steps (a resumed run continues up to this)");
+  add_training_flags(ex.app, o, {"--steps", "--clip", "--eval-batches"});
+  describe(ex.app, "--steps", "total training steps (a resumed run continues up to this)");
+  describe(ex.app, "--eval-batches", "validation batches averaged per evaluation");
   add_flag(ex.app, "--lr", o.lr, "peak learning rate");
   add_flag(ex.app, "--warmup", o.warmup, "linear warmup steps");
   add_flag(ex.app, "--schedule", o.schedule, "learning-rate schedule (cosine: to 0.1 lr at --schedule-steps)");
   add_flag(ex.app, "--schedule-steps", o.schedule_steps, "the schedule's length N: cosine decays to 0.1 lr at step N");
   add_optimizer_flags(ex.app, o.opt, true);
   add_flag(ex.app, "--weight-decay", o.opt.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay");
-  add_flag(ex.app, "--clip", o.clip, "clip the global gradient norm to this");
   add_corpus_flags(ex.app, o.corpus, true);
   add_flag(ex.app, "--eval-every", o.eval_every, "steps between validation evaluations");
-  add_flag(ex.app, "--eval-batches", o.eval_batches, "validation batches averaged per evaluation");
   add_flag(ex.app, "--out", o.out, "directory for train.csv (step, loss, lr, grad_norm, tokens_per_s; with --z-loss also "
            "mean_log_z_sq, the z-loss term over C; loss is always the CE) and eval.csv");
   add_flag(ex.app, "--save", o.save, "save a checkpoint to this directory after training");

@@ -17,23 +17,17 @@
 //
 //   build/bin/warmup                                          the default grid (a few minutes, 2 cores)
 //   build/bin/warmup --placements post,pre --lrs 1e-3,1e-2 --datasets markov --seeds 3
-#include <chrono>
 #include <map>
 
 #include "experiments/lib/experiment.hpp"
 
 namespace {
 
-struct GridOptions {
+struct GridOptions : TrainingOptions {  // --steps 300 --eval-batches 20 --clip 0 --margin 0.05 --window 10
   std::vector<double> lrs = {1e-3, 3e-3, 1e-2, 3e-2};
   std::vector<std::size_t> warmups = {0, 100};
   std::vector<std::string> datasets = {"markov", "text"};
-  std::size_t steps = 300;
-  std::size_t eval_batches = 20;
-  double clip = 0.0;
-  double margin = 0.05;
-  CorpusOptions corpus;     // --markov-order, --markov-concentration; --text is the text corpus's file
-  std::size_t window = 10;  // steps per point of the loss curves
+  nn::CorpusOptions corpus;     // --markov-order, --markov-concentration; --text is the text corpus's file
   OptimizerSetup opt;       // Adam(0.9, 0.98, eps 1e-8) unless the flags say otherwise
 };
 
@@ -57,25 +51,24 @@ void from_record(const Record& r, WarmupRun& run) {
 
 // One run of the grid: a fresh model, Adam(0.9, 0.98), --steps steps, then the held-out loss.
 // With --html, the first seed's run is recorded for the explorer page.
-WarmupRun run_one(ModelOptions m, const Corpus& corpus, double lr, std::size_t warmup, const GridOptions& go, Tick& tick,
+WarmupRun run_one(ModelOptions m, const nn::Corpus& corpus, double lr, std::size_t warmup, const GridOptions& go, Tick& tick,
                   Experiment& ex, const Cell& cell) {
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
   const std::unique_ptr<nn::Optimizer> optimizer = go.opt.make(model);
   const nn::Schedule schedule = go.opt.with_hold({nn::ScheduleKind::warmup, lr, warmup, go.steps, 0.1});
-  StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, go.clip};
   const auto rec = cell["seed"] == 0 ? ex.recorder(cell.grid->describe(cell.index), model) : nullptr;
-  setup.recorder = rec.get();
+  const nn::StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, go.clip, step_hooks(model, rec.get())};
   WarmupRun run;
   for (std::size_t step = 0; step < go.steps && run.blew_up == 0; ++step) {
-    const StepResult s = train_step(model, *optimizer, setup, step);
+    const nn::StepResult s = nn::train_step(model, *optimizer, setup, step);
     run.losses.push_back(s.loss);
     if (!s.finite()) run.blew_up = step + 1;
     char what[96];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f", s.loss, s.lr, s.grad_norm);
     tick(1, what);
   }
-  run.final_loss = run.blew_up ? NAN : evaluate(model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
+  run.final_loss = run.blew_up ? NAN : nn::evaluate(model, corpus.data, m.batch, m.seq, go.eval_batches, m.seed);
   run.verdict = verdict_of(run.final_loss, Thresholds{corpus.uniform, corpus.unigram, go.margin});
   if (rec) {
     rec->run().facts = {{"program", "warmup"}, {"run", cell.grid->describe(cell.index)}, {"data", corpus.name},
@@ -88,13 +81,11 @@ WarmupRun run_one(ModelOptions m, const Corpus& corpus, double lr, std::size_t w
 // ---- reporting ----
 
 // Every run, and the grid of its cells: axes dataset, placement, warmup, lr, seed.
-struct Runs {
-  const std::vector<WarmupRun>& runs;
-  const Grid& grid;
+struct Runs : GridRuns<WarmupRun> {
   const GridOptions& go;
   // The seeds of corpus d, placement p, warmup w, lr l (each an index along its axis).
   std::vector<const WarmupRun*> at(std::size_t d, std::size_t p, std::size_t w, std::size_t l) const {
-    return seeds_of(runs, grid, {d, p, w, l});
+    return seeds({d, p, w, l});
   }
   const std::vector<std::string>& placements() const { return grid.labels(1); }
 };
@@ -120,7 +111,7 @@ std::string lr_text(double lr) { return fmt(lr, 3); }
 
 // The grid of one corpus as a table: a row per (placement, warmup), a column per learning rate, each
 // cell "final loss verdict" (and the gap to the floor for trained Markov runs).
-Table corpus_table(const Runs& g, std::size_t d, const Corpus& corpus) {
+Table corpus_table(const Runs& g, std::size_t d, const nn::Corpus& corpus) {
   std::vector<std::string> columns = {"placement", "warmup"};
   for (double lr : g.go.lrs) columns.push_back("lr " + lr_text(lr));
   Table t(columns);
@@ -142,13 +133,13 @@ Table corpus_table(const Runs& g, std::size_t d, const Corpus& corpus) {
 }
 
 // Every run (one row per seed, in the grid's order): what runs.csv holds.
-Table runs_table(const Runs& g, const std::vector<Corpus>& corpora, const std::vector<unsigned>& seeds) {
+Table runs_table(const Runs& g, const std::vector<nn::Corpus>& corpora, const std::vector<unsigned>& seeds) {
   Table t({"dataset", "placement", "warmup", "lr", "seed", "final_loss", "verdict", "nan_at_step", "uniform_logV",
            "unigram_H1", "margin", "floor", "gap_to_floor"});
   for (std::size_t i = 0; i < g.grid.size(); ++i) {
     const Cell c{&g.grid, i};
     const WarmupRun& r = g.runs[i];
-    const Corpus& corpus = corpora[c["dataset"]];
+    const nn::Corpus& corpus = corpora[c["dataset"]];
     t.add_row({g.go.datasets[c["dataset"]], g.placements()[c["placement"]], std::to_string(g.go.warmups[c["warmup"]]),
                lr_text(g.go.lrs[c["lr"]]), std::to_string(seeds[c["seed"]]), fmt(r.final_loss, 6), to_string(r.verdict),
                std::to_string(r.blew_up), fmt(corpus.uniform, 6), fmt(corpus.unigram, 6),
@@ -158,7 +149,7 @@ Table runs_table(const Runs& g, const std::vector<Corpus>& corpora, const std::v
 }
 
 // One plot per (corpus, placement): the training-loss curves of every (lr, warmup).
-void draw_curves(const Runs& g, std::size_t d, const Corpus& corpus, const std::filesystem::path& dir) {
+void draw_curves(const Runs& g, std::size_t d, const nn::Corpus& corpus, const std::filesystem::path& dir) {
   const GridOptions& go = g.go;
   const std::string& name = go.datasets[d];
   for (std::size_t p = 0; p < g.placements().size(); ++p) {
@@ -189,7 +180,7 @@ void draw_curves(const Runs& g, std::size_t d, const Corpus& corpus, const std::
 }
 
 // One plot per (corpus, warmup): final held-out loss against the learning rate, a line per placement.
-void draw_finals(const Runs& g, std::size_t d, const Corpus& corpus, const std::filesystem::path& dir) {
+void draw_finals(const Runs& g, std::size_t d, const nn::Corpus& corpus, const std::filesystem::path& dir) {
   const GridOptions& go = g.go;
   const std::string& name = go.datasets[d];
   for (std::size_t w = 0; w < go.warmups.size(); ++w) {
@@ -215,7 +206,7 @@ void draw_finals(const Runs& g, std::size_t d, const Corpus& corpus, const std::
   }
 }
 
-void print_corpus(const std::string& name, const Corpus& c, double margin) {
+void print_corpus(const std::string& name, const nn::Corpus& c, double margin) {
   std::printf("\n%s: %s, vocab %zu, %zu training / %zu held-out tokens\n", name.c_str(), c.name.c_str(),
               c.data.vocab(), c.data.tokens(nn::Split::train).size(), c.data.tokens(nn::Split::validation).size());
   std::printf("  uniform loss log V = %.4f; unigram entropy H1 = %.4f", c.uniform, c.unigram);
@@ -226,7 +217,7 @@ void print_corpus(const std::string& name, const Corpus& c, double margin) {
       c.uniform + margin, margin, c.unigram - margin, margin);
 }
 
-void report(const Runs& g, const std::vector<Corpus>& corpora, const std::vector<unsigned>& seeds,
+void report(const Runs& g, const std::vector<nn::Corpus>& corpora, const std::vector<unsigned>& seeds,
             const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   for (std::size_t d = 0; d < corpora.size(); ++d) {
@@ -245,48 +236,44 @@ void report(const Runs& g, const std::vector<Corpus>& corpora, const std::vector
       dir.string().c_str());
 }
 
-std::vector<Corpus> load_corpora(const GridOptions& go, const ModelOptions& mo) {
-  std::vector<Corpus> corpora;
+std::vector<nn::Corpus> load_corpora(const GridOptions& go, const ModelOptions& mo) {
+  std::vector<nn::Corpus> corpora;
   for (const std::string& name : go.datasets) {
-    CorpusOptions one = go.corpus;
+    nn::CorpusOptions one = go.corpus;
     if (name != "text") one.text.clear();
-    corpora.push_back(build_corpus(one, mo.vocab, mo.seed, mo.seq));
+    corpora.push_back(nn::build_corpus(one, mo.vocab, mo.seed, mo.seq));
   }
   return corpora;
 }
 
 void run(Experiment& ex, GridOptions& go) {
-  const auto start = std::chrono::steady_clock::now();
   const ModelOptions& mo = ex.model;
   keep_first_of_each(go.datasets);
   keep_first_of_each(go.lrs);
   keep_first_of_each(go.warmups);
-  if (go.window > go.steps) throw FlagError("--window " + std::to_string(go.window) + " is more than --steps " + std::to_string(go.steps));
   const bool text = std::count(go.datasets.begin(), go.datasets.end(), "text") > 0;
   nn::ModelConfig largest = mo.config();
   largest.vocab = std::max<std::size_t>(mo.vocab, text ? 256 : 0);
   const std::size_t cells = go.datasets.size() * ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
-  CorpusOptions markov = go.corpus;
+  nn::CorpusOptions markov = go.corpus;
   markov.text.clear();
-  ex.check_memory(largest, 2, ex.html_wanted(), cells, corpus_bytes(markov, mo.vocab) + (text ? corpus_bytes(go.corpus, 0) : 0));
-  const std::vector<Corpus> corpora = load_corpora(go, mo);
+  ex.check_memory(largest, 2, ex.html_wanted(), cells, nn::corpus_bytes(markov, mo.vocab) + (text ? nn::corpus_bytes(go.corpus, 0) : 0));
+  const std::vector<nn::Corpus> corpora = load_corpora(go, mo);
   std::printf("warmup: %zu runs (%zu placements x %zu lrs x %zu warmups x %zu corpora x %zu seeds), %zu steps each\n",
               cells, ex.placements.size(), go.lrs.size(), go.warmups.size(), corpora.size(), ex.seeds, go.steps);
   std::printf("  model: layers %zu, d_model %zu, heads %zu, d_ff %zu, init %s; batch %zu x seq %zu%s\n", mo.layers,
-              mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.qk_norm == "none" ? "" : ("; qk-norm " + mo.qk_norm).c_str());
+              mo.d_model, mo.heads, mo.config().ff(), mo.init.c_str(), mo.batch, mo.seq, mo.qk_note().c_str());
   const std::string optimizer = go.opt.text() == OptimizerSetup{}.text() ? "Adam(0.9, 0.98, eps 1e-8)" : go.opt.text();
   std::printf("  %s, linear warmup then constant lr, clip %s; %u parallel jobs\n", optimizer.c_str(),
               go.clip > 0 ? fmt(go.clip).c_str() : "off", ex.jobs);
-  std::fflush(stdout);
   Grid grid;
   grid.axis("dataset", go.datasets).axis("placement", ex.placements).axis("warmup", labels(go.warmups));
   grid.axis("lr", labels(go.lrs)).axis("seed", labels(ex.seed_list()));
-  const auto runs = ex.run_cells<WarmupRun>(grid, "steps", [&](const Cell&) { return go.steps; }, [&](const Cell& c, Tick& tick) {
+  const auto runs = ex.run_steps<WarmupRun>(grid, go.steps, [&](const Cell& c, Tick& tick) {
     return run_one(ex.cell_model(c), corpora[c["dataset"]], go.lrs[c["lr"]], go.warmups[c["warmup"]], go, tick, ex, c);
   });
   if (!runs) return;
-  report(Runs{*runs, grid, go}, corpora, ex.seed_list(), ex.out);
-  std::printf("time: %.1f s\n", seconds_since(start));
+  report(Runs{{*runs, grid}, go}, corpora, ex.seed_list(), ex.out);
 }
 
 }  // namespace
@@ -305,15 +292,13 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--datasets", go.datasets, "corpora: markov and/or text (comma-separated)");
   go.corpus.text = "/usr/share/common-licenses/GPL-3";
   add_flag(ex.app, "--text", go.corpus.text, "the text file of the text corpus (one token per distinct byte)");
-  add_flag(ex.app, "--steps", go.steps, "training steps per run");
-  add_flag(ex.app, "--eval-batches", go.eval_batches, "held-out batches averaged for the final loss");
-  add_flag(ex.app, "--clip", go.clip, "clip the global gradient norm to this");
-  add_flag(ex.app, "--margin", go.margin, "verdict margin in nats (see the verdicts above)");
+  add_training_flags(ex.app, go, {"--steps", "--eval-batches", "--clip", "--margin", "--window"});
   add_corpus_flags(ex.app, go.corpus, false);
-  add_flag(ex.app, "--window", go.window, "steps averaged per point of the loss curves");
   add_optimizer_flags(ex.app, go.opt, true);
   describe(ex.app, "--seeds", "seeds per grid cell (default 1 to keep the grid fast; the cell then "
                                             "shows mean ± std and how many seeds gave each verdict)");
   describe(ex.app, "--vocab", "vocabulary of the Markov corpus (the text file sets its own)");
+  ex.check_flags = [&] { return go.at_most_steps("--window", go.window); };
+  ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, go); });
 }

@@ -18,11 +18,11 @@ nn::ModelConfig tiny_post() {
   return c;
 }
 
-Corpus tiny_corpus() {
-  CorpusOptions o;
+nn::Corpus tiny_corpus() {
+  nn::CorpusOptions o;
   o.train_tokens = 4096;
   o.validation_tokens = 512;
-  return build_corpus(o, 8, 3, 8);  // vocab 8, seed 3, seq 8
+  return nn::build_corpus(o, 8, 3, 8);  // vocab 8, seed 3, seq 8
 }
 
 std::vector<Array> values(nn::TransformerLM& model) {
@@ -63,7 +63,7 @@ TEST_CASE("OptimizerSetup passes the optimizer, betas, eps and interventions on"
 }
 
 TEST_CASE("hold (--hold N): N steps move no weight but do move Adam's moments; then the schedule starts", "[training][optimizer]") {
-  const Corpus corpus = tiny_corpus();
+  const nn::Corpus corpus = tiny_corpus();
   OptimizerSetup s;
   s.hold = 3;
   nn::TransformerLM model(tiny_post());
@@ -71,17 +71,17 @@ TEST_CASE("hold (--hold N): N steps move no weight but do move Adam's moments; t
   const nn::Schedule schedule = s.with_hold({nn::ScheduleKind::cosine, 1e-2, 2, 10, 0.1});
   REQUIRE(schedule.hold == 3);
   REQUIRE(schedule.total == 7);  // the cosine still ends at step 10
-  const StepSetup setup{&corpus.data, 4, 8, 3, schedule, 0.0};
+  const nn::StepSetup setup{&corpus.data, 4, 8, 3, schedule, 0.0, {}};
   const std::vector<Array> init = values(model);
   for (std::size_t step = 0; step < 3; ++step) {
-    const StepResult r = train_step(model, *optimizer, setup, step);
+    const nn::StepResult r = nn::train_step(model, *optimizer, setup, step);
     REQUIRE(r.lr == 0.0);
     const std::vector<Array> now = values(model);
     for (std::size_t i = 0; i < init.size(); ++i) REQUIRE(now[i] == init[i]);
   }
   REQUIRE(optimizer->steps() == 3);
   REQUIRE(xt::amax(xt::abs(optimizer->slot(1, 0)))() > 0.0);  // the second moment moved
-  const StepResult r = train_step(model, *optimizer, setup, 3);
+  const nn::StepResult r = nn::train_step(model, *optimizer, setup, 3);
   REQUIRE(r.lr == Approx(1e-2 / 2));  // the warmup's first step, after the hold
   const std::vector<Array> now = values(model);
   bool moved = false;

@@ -28,7 +28,7 @@ std::unique_ptr<nn::Optimizer> optimizer_of(const DemoRun& spec, nn::Transformer
   return std::make_unique<nn::Adam>(model.named_parameters(), nn::AdamOptions{0.9, 0.98, 1e-8, 0.0, false});
 }
 
-Run train_one(const DemoRun& spec, const DemoOptions& o, const experiments::Corpus& corpus) {
+Run train_one(const DemoRun& spec, const DemoOptions& o, const nn::Corpus& corpus) {
   nn::ModelConfig config = o.model;
   config.placement = nn::parse_placement(spec.placement);
   const std::size_t T = config.context;
@@ -46,18 +46,18 @@ Run train_one(const DemoRun& spec, const DemoOptions& o, const experiments::Corp
   std::size_t step = 0;
   for (; step <= o.steps; ++step) {
     experiments::stop_if_requested(step);  // SIGINT, SIGTERM: between steps (interrupt.hpp)
-    const double loss = experiments::forward_backward(
-        model, experiments::training_batch(corpus.data, o.batch, T, seed, step));
+    const double loss = nn::forward_backward(
+        model, nn::training_batch(corpus.data, o.batch, T, seed, step));
     if (!std::isfinite(loss)) break;
     recorder.record_pass(step, tape, loss);
     if (step == o.steps) break;  // the last pass is recorded, not followed by an update
-    const experiments::Update u = experiments::apply_update(*optimizer, schedule, step, 0.0);
+    const nn::Update u = nn::apply_update(*optimizer, schedule, step, 0.0);
     recorder.record_update(step);
     run.add_point("lr", "lr", step, u.lr);
   }
   tape.keep_contributions = false;
   tape.reset();
-  const double held_out = experiments::evaluate(model, corpus.data, o.batch, T, o.eval_batches, seed);
+  const double held_out = nn::evaluate(model, corpus.data, o.batch, T, o.eval_batches, seed);
   const experiments::Verdict verdict =
       experiments::verdict_of(step == o.steps ? held_out : NAN, {corpus.uniform, corpus.unigram, 0.05});
   run.facts = {{"placement", spec.placement},
@@ -85,7 +85,7 @@ std::string DemoRun::name() const {
 }
 
 Page demo_page(const DemoOptions& o) {
-  const experiments::Corpus corpus = experiments::build_corpus({}, o.model.vocab, o.model.seed, o.model.context);
+  const nn::Corpus corpus = nn::build_corpus({}, o.model.vocab, o.model.seed, o.model.context);
   std::vector<Run> runs(o.runs.size());
   std::mutex mutex;
   experiments::parallel_for(o.runs.size(), o.jobs, [&](std::size_t i) {

@@ -140,17 +140,19 @@ const std::vector<std::pair<std::string, Range>>& table() {
   return rows;
 }
 
+// One value written so that it reads back to the same value: a double in its shortest exact form.
+std::string exact_text(const std::string& v) { return v; }
+std::string exact_text(double v) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, end);
+}
+
 const Range& range_of(const std::string& program, const std::string& name) {
   for (const std::string& key : {program + " " + name, name})
     for (const auto& [flag, range] : table())
       if (flag == key) return range;
   throw Error("add_flag: " + name + " has no row in the flag table (experiments/lib/flags.cpp)");
-}
-
-std::string number(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.15g", x);
-  return buf;
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -164,12 +166,12 @@ std::string text_of(const Range& r, double type_max) {
   std::string s;
   switch (r.kind) {
     case Range::Kind::whole:
-      s = "a whole number " + (hi < no_limit && hi < 1e19 ? "in [" + number(r.lo) + ", " + number(hi) + "]"
-                                                           : ">= " + number(r.lo));
+      s = "a whole number " + (hi < no_limit && hi < 1e19 ? "in [" + exact_text(r.lo) + ", " + exact_text(hi) + "]"
+                                                           : ">= " + exact_text(r.lo));
       break;
     case Range::Kind::real:
-      s = std::string("a finite number ") + (r.above ? "> " : ">= ") + number(r.lo);
-      if (r.hi < no_limit) s += " and <= " + number(r.hi);
+      s = std::string("a finite number ") + (r.above ? "> " : ">= ") + exact_text(r.lo);
+      if (r.hi < no_limit) s += " and <= " + exact_text(r.hi);
       break;
     case Range::Kind::choice:
       return "one of " + joined(r.choices);
@@ -251,13 +253,6 @@ std::string problem(const Range& r, double type_max, std::string& text) {
 
 // ---- a flag's value as text (for checkpoints, resume.hpp) ----
 
-// One value written so that it reads back to the same value: a double in its shortest exact form.
-std::string exact_text(const std::string& v) { return v; }
-std::string exact_text(double v) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, end);
-}
 template <class T>
 std::string exact_text(T v) {
   return std::to_string(v);

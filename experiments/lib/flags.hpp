@@ -82,6 +82,8 @@ struct ModelOptions {
   // ("post" with --norm rms: "post/rms/none"); throws gs::Error when the model refuses the combination.
   std::string with_axes(const std::string& spec) const;
   void set_axes(nn::ModelConfig& config) const;  // --norm, --residual, --mixln-post, --dyt-alpha, --qk-norm into config
+  // "" or "; qk-norm rms": what a setup line adds for --qk-norm.
+  std::string qk_note() const { return qk_norm == "none" ? "" : "; qk-norm " + qk_norm; }
   // "" if the flags can build a model, else what is wrong ("--heads 3 does not divide --d-model 64").
   std::string problem() const;
 };

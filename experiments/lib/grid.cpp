@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <iterator>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -179,13 +180,22 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 namespace {
 
+// The flags line of a shard in an order of its own: the same flags given in another order (or listed by
+// --help in another order) are the same run.
+std::vector<std::string> flag_words(const std::string& flags) {
+  std::istringstream in(flags);
+  std::vector<std::string> words{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+  std::sort(words.begin(), words.end());
+  return words;
+}
+
 // The shard that DIR holds (shard.txt: `meta`), after checking that its program and flags are this run's
 // and that it is the only one of its number; shard_of[k - 1] records the directory of shard k.
 Shard check_shard(const std::string& dir, const std::string& meta, const std::string& program, const std::string& flags,
                   std::vector<std::string>& shard_of) {
   if (shard_field(meta, "program", dir) != program)
     throw Error("--merge " + dir + ": its cells were measured by " + shard_field(meta, "program", dir) + ", not " + program);
-  if (shard_field(meta, "flags", dir) != flags)
+  if (flag_words(shard_field(meta, "flags", dir)) != flag_words(flags))
     throw Error("--merge " + dir + ": its cells were measured with the flags '" + shard_field(meta, "flags", dir) +
                 "', this run has '" + flags + "' (give the merge the flags the shards had)");
   const Shard s = parse_shard(shard_field(meta, "shard", dir));

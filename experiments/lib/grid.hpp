@@ -67,6 +67,15 @@ std::vector<const Run*> seeds_of(const std::vector<Run>& runs, const Grid& grid,
   return out;
 }
 
+// A grid's runs (run i measured cell i) as its report reads them; a report's struct derives from it and
+// adds what else it reads (the options, the depths).
+template <class Run>
+struct GridRuns {
+  const std::vector<Run>& runs;
+  const Grid& grid;
+  std::vector<const Run*> seeds(std::vector<std::size_t> positions) const { return seeds_of(runs, grid, std::move(positions)); }
+};
+
 // Where `value` is in `values` (a depth among the values of an axis "layers"); throws if it is not.
 std::size_t index_in(const std::vector<std::size_t>& values, std::size_t value);
 

@@ -45,7 +45,7 @@ void Experiment::record_init_pass(std::size_t order, const std::string& name, co
   Tape& tape = Tape::current();
   const bool keep = tape.keep_contributions;
   tape.keep_contributions = true;
-  const double loss = forward_backward(m, batch);
+  const double loss = nn::forward_backward(m, batch);
   if (std::isfinite(loss)) rec.record_pass(0, tape, loss);
   tape.keep_contributions = keep;
   tape.reset();
@@ -109,7 +109,9 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
       if (!dump.empty()) check_output_dir(dump, "--dump", {program, "dump"});
       watch_output(out, program);  // the first file written into --out marks it INCOMPLETE until the end
     }
+    const auto start = std::chrono::steady_clock::now();
     body();
+    if (prints_time && !sharded()) std::printf("time: %.1f s\n", seconds_since(start));
     if (grid_) output_complete();
     write_page_and_dump();
   } catch (const Interrupted& e) {
@@ -153,6 +155,7 @@ std::string Experiment::grid_flags() const {
 std::optional<std::vector<Record>> Experiment::run_records(const Grid& grid, const std::string& unit, const CostFn& cost,
                                                            const std::function<Record(const Cell&, Tick&)>& measure) {
   if (!merge.empty()) return read_shards(merge, grid, program, grid_flags());
+  std::fflush(stdout);  // what the binary printed comes before the progress line (on stderr)
   const Shard s = shard.empty() ? Shard{} : parse_shard(shard);
   const std::vector<std::size_t> cells = s.cells(grid.size());
   std::size_t total = 0;
@@ -187,6 +190,8 @@ ModelOptions Experiment::cell_model(const Cell& cell) const {
   const std::vector<std::string>& axes = cell.grid->names();
   if (std::count(axes.begin(), axes.end(), "placement")) m.placement = cell.grid->labels(cell.grid->axis_index("placement"))[cell["placement"]];
   if (std::count(axes.begin(), axes.end(), "seed")) m.seed = seed_list()[cell["seed"]];
+  if (std::count(axes.begin(), axes.end(), "layers"))  // a depth scan: the axis's labels are the depths
+    m.layers = std::stoul(cell.grid->labels(cell.grid->axis_index("layers"))[cell["layers"]]);
   return m;
 }
 

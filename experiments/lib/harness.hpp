@@ -104,8 +104,8 @@ class Experiment {
   void add_html_flags();
   void add_overwrite_flag();  // --overwrite (into html.overwrite), once, for --graph and --html
   bool html_wanted() const { return html.wanted(); }
-  // A recorder for the run `name` of `model` when --html is given, else null. Pass it to train_step
-  // (StepSetup::recorder), or call its record_pass/record_update; then add_run(order, rec->take()).
+  // A recorder for the run `name` of `model` when --html is given, else null. Pass it to step_hooks
+  // (training.hpp) for nn::train_step, or call its record_pass/record_update; then add_run(order, rec->take()).
   std::unique_ptr<explorer::RunRecorder> recorder(const std::string& name, const nn::TransformerLM& model) const;
   // Puts a recorded run into the page; the page lists runs by `order` (a cell's index). Any thread.
   void add_run(std::size_t order, explorer::Run run);
@@ -132,8 +132,20 @@ class Experiment {
     for (std::size_t c = 0; c < grid.size(); ++c) from_record(records->at(c), runs[c]);
     return runs;
   }
-  // The model flags with the cell's placement (its label on the axis "placement") and seed (--seed plus
-  // its index on the axis "seed"), for the axes the grid has.
+  // run_cells for a grid of training runs of `steps` steps each: the progress line counts steps.
+  template <class Run>
+  std::optional<std::vector<Run>> run_steps(const Grid& grid, std::size_t steps,
+                                            const std::function<Run(const Cell&, Tick&)>& measure) {
+    return run_cells<Run>(grid, "steps", [steps](const Cell&) { return steps; }, measure);
+  }
+  // run_cells for a depth scan (a grid with the axis "layers"): a cell costs its depth, the progress
+  // line counts layers.
+  template <class Run>
+  std::optional<std::vector<Run>> run_depths(const Grid& grid, const std::function<Run(const Cell&, Tick&)>& measure) {
+    return run_cells<Run>(grid, "layers", [this](const Cell& c) { return cell_model(c).layers; }, measure);
+  }
+  // The model flags with the cell's placement (its label on the axis "placement"), seed (--seed plus
+  // its index on the axis "seed") and depth (its label on the axis "layers"), for the axes the grid has.
   ModelOptions cell_model(const Cell& cell) const;
 
   // Refuses a run whose largest model (`largest`, stepping on --batch windows) cannot fit in memory, with
@@ -154,6 +166,7 @@ class Experiment {
   bool draws_graph_at_step = false;
   std::vector<std::string> merge;                               // --merge
   bool dump_at_init = true;
+  bool prints_time = false;  // after the body's tables (not in a --shard run): "time: T s", its wall time
   explorer::HtmlOptions html;  // --html --html-add --snapshot-steps
 
  private:

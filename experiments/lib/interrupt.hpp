@@ -1,8 +1,8 @@
 // SIGINT (Ctrl-C) and SIGTERM stop a run at the next step boundary, never in the middle of a step or
 // of a write. The handler (installed by Experiment::main) only records the signal in a sig_atomic_t;
 // the training loops look at it between steps:
-//   - train_step (training.hpp) throws Interrupted before it starts a step, and run_cells before it
-//     starts a cell: a grid binary then writes no tables and no files of a half-measured grid;
+//   - step_hooks (training.hpp; nn::train_step runs it) throws Interrupted before a step starts, and
+//     run_cells before it starts a cell: a grid binary then writes no tables and no files of a half-measured grid;
 //   - train asks stop_requested(step) itself, so that it can finish as at a normal end (its CSV rows,
 //     the checkpoint of the last finished step) before it throws Interrupted;
 //   - the phases without steps have their own safe points (stop_if_requested_in): each character of

@@ -67,6 +67,16 @@ std::string finite_stat(const std::vector<double>& values, int digits) {
 
 Series flat_line(std::string title, double x0, double x1, double y) { return {std::move(title), {x0, x1}, {y, y}, {}}; }
 
+Series stat_line(std::string title, const std::vector<double>& x, const std::function<std::vector<double>(std::size_t)>& values) {
+  Series s{std::move(title), x, {}, {}};
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const Stat st = stat_of(values(i));
+    s.y.push_back(st.mean);
+    s.err.push_back(st.std);
+  }
+  return s;
+}
+
 Series loss_curve(const std::vector<const std::vector<double>*>& losses, std::size_t steps, std::size_t window,
                   std::string title) {
   Series s{std::move(title), {}, {}, {}};
@@ -117,11 +127,18 @@ std::string file_part(std::string label) {
   return label;
 }
 
-std::string shell_quote(const std::string& text) {
-  std::string q = "'";
-  for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
+namespace {
+
+// `text` between two `mark`s, each mark inside it written as `escaped`.
+std::string between(const std::string& text, char mark, const std::string& escaped) {
+  std::string q(1, mark);
+  for (char c : text) q += c == mark ? escaped : std::string(1, c);
+  return q + mark;
 }
+
+}  // namespace
+
+std::string shell_quote(const std::string& text) { return between(text, '\'', "'\\''"); }
 
 std::string drop_nonpositive(std::vector<Series>& series, bool say_why) {
   std::vector<Series> kept;
@@ -139,6 +156,18 @@ std::string drop_nonpositive(std::vector<Series>& series, bool say_why) {
   return dropped;
 }
 
+namespace {
+
+// The cells as `show(column, cell)` writes each, joined by `sep`.
+std::string joined(const std::vector<std::string>& cells, const char* sep,
+                   const std::function<std::string(std::size_t, const std::string&)>& show) {
+  std::string line;
+  for (std::size_t i = 0; i < cells.size(); ++i) line += (i > 0 ? sep : "") + show(i, cells[i]);
+  return line;
+}
+
+}  // namespace
+
 std::string Table::to_text() const {
   std::vector<std::size_t> width;
   for (const std::string& c : columns_) width.push_back(display_width(c));
@@ -146,12 +175,8 @@ std::string Table::to_text() const {
     for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], display_width(row[i]));
   std::string out;
   auto line = [&](const std::vector<std::string>& cells) {
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-      if (i > 0) out += "  ";
-      out += pad(cells[i], width[i]);
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    out += "\n";
+    std::string l = joined(cells, "  ", [&](std::size_t i, const std::string& c) { return pad(c, width[i]); });
+    out += l.erase(l.find_last_not_of(' ') + 1) + "\n";  // no trailing spaces
   };
   line(columns_);
   std::vector<std::string> rule;
@@ -162,16 +187,9 @@ std::string Table::to_text() const {
 }
 
 void Table::write_csv(const std::filesystem::path& path) const {
-  std::string text;
-  auto line = [&](const std::vector<std::string>& cells) {
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-      if (i > 0) text += ",";
-      text += csv_cell(cells[i]);
-    }
-    text += "\n";
-  };
-  line(columns_);
-  for (const auto& row : rows_) line(row);
+  const auto cell = [](std::size_t, const std::string& c) { return csv_cell(c); };
+  std::string text = joined(columns_, ",", cell) + "\n";
+  for (const auto& row : rows_) text += joined(row, ",", cell) + "\n";
   mark_writing(path);
   nn::write_file_atomically(path, text);
 }
@@ -190,11 +208,7 @@ std::string plot_data(const Plot& plot) {
   return data.str();
 }
 
-std::string quoted(const std::string& s) {
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\\\"") : std::string(1, c);
-  return q + "\"";
-}
+std::string quoted(const std::string& s) { return between(s, '"', "\\\""); }
 
 // What draw() makes of NAME: a gnuplot terminal and the file's extension.
 const std::vector<std::pair<std::string, std::string>> plot_outputs = {{"pngcairo size 960,600", ".png"},

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,8 @@ struct Series {
 
 // A horizontal line from x0 to x1 at height y: a threshold or a floor on a plot.
 Series flat_line(std::string title, double x0, double x1, double y);
+// A line through (x[i], mean of values(i)), with the std of values(i) as its error bar.
+Series stat_line(std::string title, const std::vector<double>& x, const std::function<std::vector<double>(std::size_t)>& values);
 // The training losses of some runs (one list per run), averaged over windows of `window` steps and over
 // the runs: the window [start, start + window) is the point x = start + window. The curve ends at the
 // first window in which a run's loss was NaN/Inf or missing (the run stopped there).

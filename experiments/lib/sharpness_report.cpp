@@ -69,13 +69,9 @@ double first_or_nan(const std::vector<double>& v) { return v.empty() ? NAN : v.f
 double max_or_nan(const std::vector<double>& v) { return v.empty() ? NAN : *std::max_element(v.begin(), v.end()); }
 
 // Every run, and the grid of its cells: axes placement, warmup, lr, seed.
-struct Cells {
-  const std::vector<SharpnessRun>& runs;
-  const Grid& grid;
+struct Cells : GridRuns<SharpnessRun> {
   const SharpnessOptions& go;
-  std::vector<const SharpnessRun*> at(std::size_t p, std::size_t w, std::size_t l) const {
-    return seeds_of(runs, grid, {p, w, l});
-  }
+  std::vector<const SharpnessRun*> at(std::size_t p, std::size_t w, std::size_t l) const { return seeds({p, w, l}); }
   const std::vector<std::string>& placements() const { return grid.labels(0); }
 };
 
@@ -305,7 +301,7 @@ void report(const Cells& g, const std::vector<CurvatureScope>& scopes, const std
 void report_sharpness(const std::vector<SharpnessRun>& runs, const Grid& grid, const SharpnessOptions& go,
                       const std::vector<CurvatureScope>& scopes, const std::vector<unsigned>& seeds,
                       const std::filesystem::path& dir) {
-  report(Cells{runs, grid, go}, scopes, seeds, dir);
+  report(Cells{{runs, grid}, go}, scopes, seeds, dir);
 }
 
 }  // namespace gs::experiments

@@ -14,19 +14,18 @@
 #include "analysis/curvature.hpp"
 #include "experiments/lib/grid.hpp"
 #include "experiments/lib/training.hpp"
+#include "experiments/lib/training_flags.hpp"
 
 namespace gs::experiments {
 
 constexpr double adam_beta1 = 0.9;  // the warmup grid's Adam(0.9, 0.98, 1e-8)
 
-struct SharpnessOptions {
+struct SharpnessOptions : TrainingOptions {  // --steps 120 --eval-batches 10 --margin 0.05
+  SharpnessOptions() { steps = 120, eval_batches = 10; }
   std::vector<double> lrs = {1e-3, 1e-2};
   std::vector<std::size_t> warmups = {0, 50};
-  std::size_t steps = 120;
   std::size_t every = 30;  // 5 measurements of 120 steps: the budget of a few minutes on 2 cores
-  std::size_t eval_batches = 10;
-  double margin = 0.05;
-  CorpusOptions corpus;  // the Markov corpus only (--markov-order, --markov-concentration)
+  nn::CorpusOptions corpus;  // the Markov corpus only (--markov-order, --markov-concentration)
   analysis::LanczosOptions lanczos{1, 20, 1e-3, 1};
 };
 

@@ -1,22 +1,18 @@
-// The pieces of a training run that train, warmup and dynamics share: the corpus (a Markov chain with
-// a known loss floor, or a text file's characters), the per-step seeded batch stream, the held-out
-// evaluation, and one training step (forward, backward, clip, optimizer update at the scheduled rate).
-//
-// Every random draw comes from a generator seeded by (seed, step, purpose), so the same seed gives the
-// same run bit for bit, and a run resumed at step s sees exactly the batches the uninterrupted run saw.
+// What the binaries that train share besides nn's training loop (nn/train.hpp): the optimizer as the
+// flags make it, the hooks every experiment's steps run (a stop on SIGINT/SIGTERM, the --html
+// recorder), and the verdict of a finished run.
 #pragma once
 
 #include <cstddef>
-#include <filesystem>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
-#include "nn/data/dataset.hpp"
-#include "nn/module.hpp"
+#include "nn/data/corpus.hpp"
+#include "nn/interventions.hpp"
 #include "nn/optim.hpp"
 #include "nn/schedule.hpp"
+#include "nn/train.hpp"
 #include "nn/transformer_lm.hpp"
 
 namespace gs::explorer {
@@ -24,75 +20,6 @@ class RunRecorder;  // explorer/recorder.hpp
 }
 
 namespace gs::experiments {
-
-// ---- random numbers ----
-
-// What a random-number generator is for; a different purpose gives an independent sequence at the same step.
-enum class RngPurpose : unsigned { train = 0, eval = 1, dump = 2, sample = 3, probe = 4 };
-
-// The generator for one purpose at one step: the same (seed, step, purpose) always gives the same
-// numbers, whatever happened before.
-std::mt19937_64 rng_for(unsigned seed, std::size_t step, RngPurpose purpose);
-
-// The training batch of step `step` (0-based): (batch, seq) windows of the training split.
-nn::Batch training_batch(const nn::Dataset& data, std::size_t batch, std::size_t seq, unsigned seed, std::size_t step);
-
-// ---- corpora ----
-
-struct Corpus {
-  std::string name;  // "markov" or the text file's path
-  nn::Dataset data;
-  double uniform = 0.0;       // log V: the loss of the uniform prediction, every logit equal
-  double unigram = 0.0;       // H1, the entropy of the training split's token frequencies (nats):
-                              // the best loss of a model that ignores the context
-  double floor = 0.0;         // Markov: the chain's entropy rate, the lowest loss any model can reach;
-                              // NaN for a text file (unknown)
-  double window_floor = 0.0;  // Markov: the best mean loss over windows of `seq` tokens; NaN for text
-};
-
-// What a run trains on, as the corpus flags give it (add_corpus_flags, training_flags.hpp): a text
-// file's characters, or (text empty) a random order-k Markov chain over the model's vocab, seeded by
-// the model's seed.
-struct CorpusOptions {
-  std::string text;                   // --text: a text file, the last 10% held out; empty: the Markov corpus
-  std::size_t order = 2;              // --markov-order: tokens of context
-  double concentration = 0.05;        // --markov-concentration: Dirichlet concentration of each context's row
-  double smoothing = 0.01;            // the uniform share mixed into each row (nn::MarkovOptions)
-  std::size_t train_tokens = std::size_t{1} << 21;
-  std::size_t validation_tokens = std::size_t{1} << 17;
-};
-
-// The one corpus builder: the text file, or the Markov chain of (vocab, seed) (nn/data/markov.hpp);
-// seq sets window_floor.
-Corpus build_corpus(const CorpusOptions& options, std::size_t vocab, unsigned seed, std::size_t seq);
-
-// The bytes a corpus takes in memory: a text file's bytes and their tokens, or the Markov corpus's
-// tokens and its chain's vocab^(order + 1) transition probabilities.
-double corpus_bytes(const CorpusOptions& options, std::size_t vocab);
-
-// H = -sum_v p_v log p_v of the tokens' empirical frequencies p_v, in nats.
-double unigram_entropy(const nn::Tokens& tokens, std::size_t vocab);
-
-// ---- evaluation and training ----
-
-// The mean loss over `batches` validation batches, always the same ones for a given seed.
-double evaluate(nn::TransformerLM& model, const nn::Dataset& data, std::size_t batch, std::size_t seq,
-                std::size_t batches, unsigned seed);
-
-// Resets the current tape, zeroes the gradients, runs the model's loss on `batch` and, if the loss is
-// finite, its backward pass: the parameters then hold their gradients and the tape (with every
-// BlockTrace handle) stays readable until the next reset. Returns the cross-entropy (the loss without
-// a z-loss term; NaN/Inf when the loss was: then no backward). evaluate() is the CE too.
-double forward_backward(nn::TransformerLM& model, const nn::Batch& batch);
-
-struct Update {
-  double grad_norm = 0.0;  // the global gradient norm before clipping
-  double lr = 0.0;         // the rate this update used
-};
-
-// Clips the global gradient norm to `clip` (0: no clipping) and takes one optimizer step at
-// schedule.lr(step).
-Update apply_update(nn::Optimizer& optimizer, const nn::Schedule& schedule, std::size_t step, double clip);
 
 // The optimizer and the backward-pass interventions of a run, as the flags --optimizer, --adam-beta1,
 // --adam-beta2, --adam-eps, --hold and --intervene give them (add_optimizer_flags,
@@ -119,29 +46,10 @@ struct OptimizerSetup {
   std::string text() const;
 };
 
-// What one whole training step needs besides the model and the optimizer.
-struct StepSetup {
-  const nn::Dataset* data = nullptr;
-  std::size_t batch = 16, seq = 32;
-  unsigned seed = 0;
-  nn::Schedule schedule;
-  double clip = 0.0;
-  explorer::RunRecorder* recorder = nullptr;  // --html: records each step's pass, update and rate (keeps contributions)
-};
-
-struct StepResult {
-  double loss = 0.0;       // the training batch's loss before the update
-  double grad_norm = 0.0;  // NaN when the loss was not finite (then nothing was updated)
-  double lr = 0.0;
-  bool finite() const;
-};
-
-// Step `step` (0-based): training_batch, forward_backward, then apply_update if the loss is finite.
-// Before it starts, throws Interrupted (interrupt.hpp) if SIGINT or SIGTERM arrived.
-StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t step);
-// The same on a batch drawn by the caller (setup.data is not read).
-StepResult train_step(nn::TransformerLM& model, nn::Optimizer& optimizer, const StepSetup& setup, std::size_t step,
-                      const nn::Batch& batch);
+// The hooks of an experiment's steps (nn::StepSetup::hooks): before each step, throws Interrupted
+// (interrupt.hpp) if SIGINT or SIGTERM arrived; with a recorder (--html), records each step's pass, update,
+// rate and stability measures (the tape then keeps the contributions the recorder reads).
+nn::StepHooks step_hooks(const nn::TransformerLM& model, explorer::RunRecorder* recorder = nullptr);
 
 // ---- verdicts ----
 

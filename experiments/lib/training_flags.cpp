@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "engine/error.hpp"
 #include "experiments/lib/flags.hpp"
 
 namespace gs::experiments {
@@ -22,12 +23,28 @@ void add_optimizer_flags(CLI::App& app, OptimizerSetup& s, bool with_choice) {
            "(nn/interventions.hpp; the forward pass is unchanged)")->type_name("NAME[,NAME...]");
 }
 
-void add_corpus_flags(CLI::App& app, CorpusOptions& c, bool with_text) {
+void add_corpus_flags(CLI::App& app, nn::CorpusOptions& c, bool with_text) {
   if (with_text)
     add_flag(app, "--text", c.text, "a text file to train on, one token per distinct byte (default: Markov corpus)");
   add_flag(app, "--markov-order", c.order, "Markov corpus: tokens of context");
   add_flag(app, "--markov-concentration", c.concentration, "Markov corpus: Dirichlet concentration of each context's "
            "next-token distribution (smaller: lower entropy)");
+}
+
+std::string TrainingOptions::at_most_steps(const std::string& flag, std::size_t value) const {
+  if (value <= steps) return "";
+  return flag + " " + std::to_string(value) + " is more than --steps " + std::to_string(steps);
+}
+
+void add_training_flags(CLI::App& app, TrainingOptions& t, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    if (name == "--steps") add_flag(app, name, t.steps, "training steps per run");
+    else if (name == "--eval-batches") add_flag(app, name, t.eval_batches, "held-out batches averaged for the final loss");
+    else if (name == "--clip") add_flag(app, name, t.clip, "clip the global gradient norm to this");
+    else if (name == "--margin") add_flag(app, name, t.margin, "verdict margin in nats: diverged above log V + margin, stuck above H1 - margin");
+    else if (name == "--window") add_flag(app, name, t.window, "steps averaged per point of the loss curves");
+    else throw Error("add_training_flags: " + name + " is no training flag");
+  }
 }
 
 }  // namespace gs::experiments

@@ -39,9 +39,9 @@ EXERCISE_CASE("ex13", "detach stats: your backward equals nn's LayerNorm backwar
 }
 
 EXERCISE_CASE("ex13", "detach stats: in a Post-LN model it gives the gradients of nn's ln-detach-stats intervention") {
-  const experiments::Corpus& corpus = small_corpus();
+  const nn::Corpus& corpus = small_corpus();
   experiments::ModelOptions m = small_model("post", 0);
-  const nn::Batch batch = experiments::training_batch(corpus.data, m.batch, m.seq, m.seed, 0);
+  const nn::Batch batch = nn::training_batch(corpus.data, m.batch, m.seq, m.seed, 0);
   auto gradients = [&](bool yours) {
     nn::TransformerLM model(m.config());
     if (!yours) model.set_interventions(nn::parse_interventions("ln-detach-stats"));

@@ -1,5 +1,5 @@
 // What the checks of module 4 (ex12, ex13) run: a small version of the warmup grid (docs/pre-vs-post-ln.md
-// section 4), trained with the library functions the experiments use (experiments/lib/training.hpp),
+// section 4), trained with the library functions the experiments use (nn/train.hpp, experiments/lib/training.hpp),
 // small enough that a run takes a fraction of a second. One run here is the run of
 //   build/bin/warmup --datasets markov --placements P --warmups W --lrs LR --seed S --layers 3 --d-model 16
 //                    --batch 8 --seq 16 --steps 150 --eval-batches 5
@@ -38,8 +38,8 @@ inline experiments::ModelOptions small_model(const std::string& placement, unsig
 }
 
 // The Markov corpus of the warmup grid (vocab 16, order 2, concentration 0.05, seed 0).
-inline const experiments::Corpus& small_corpus() {
-  static const experiments::Corpus corpus = experiments::build_corpus({}, 16, 0, 16);
+inline const nn::Corpus& small_corpus() {
+  static const nn::Corpus corpus = nn::build_corpus({}, 16, 0, 16);
   return corpus;
 }
 
@@ -55,21 +55,21 @@ struct SmallRun {
 inline SmallRun small_run(const std::string& placement, double lr, std::size_t warmup, unsigned seed,
                           const std::function<void(Tape&)>& before_backward = {}) {
   experiments::setup_process();  // as every experiment binary: OpenBLAS on one thread (faster at these sizes)
-  const experiments::Corpus& corpus = small_corpus();
+  const nn::Corpus& corpus = small_corpus();
   experiments::ModelOptions m = small_model(placement, seed);
   m.vocab = corpus.data.vocab();
   nn::TransformerLM model(m.config());
   const experiments::OptimizerSetup opt;
   const std::unique_ptr<nn::Optimizer> optimizer = opt.make(model);
   const nn::Schedule schedule = opt.with_hold({nn::ScheduleKind::warmup, lr, warmup, kSmallSteps, 0.1});
-  const experiments::StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0};
+  const nn::StepSetup setup{&corpus.data, m.batch, m.seq, m.seed, schedule, 0.0, {}};
   for (std::size_t step = 0; step < kSmallSteps; ++step) {
     if (!before_backward) {
-      experiments::train_step(model, *optimizer, setup, step);  // what warmup runs
+      nn::train_step(model, *optimizer, setup, step);  // what warmup runs
       continue;
     }
     // train_step's forward_backward, with the intervention between the forward and the backward pass
-    const nn::Batch batch = experiments::training_batch(corpus.data, m.batch, m.seq, m.seed, step);
+    const nn::Batch batch = nn::training_batch(corpus.data, m.batch, m.seq, m.seed, step);
     Tape& tape = Tape::current();
     tape.reset();
     model.zero_grad();
@@ -77,13 +77,13 @@ inline SmallRun small_run(const std::string& placement, double lr, std::size_t w
     if (!std::isfinite(loss.value()())) break;
     before_backward(tape);
     loss.backward();
-    experiments::apply_update(*optimizer, schedule, step, 0.0);
+    nn::apply_update(*optimizer, schedule, step, 0.0);
   }
   SmallRun r;
-  r.final_loss = experiments::evaluate(model, corpus.data, m.batch, m.seq, kSmallEvalBatches, m.seed);
+  r.final_loss = nn::evaluate(model, corpus.data, m.batch, m.seq, kSmallEvalBatches, m.seed);
   r.verdict = experiments::verdict_of(r.final_loss, {corpus.uniform, corpus.unigram, 0.05});
   // The LN inputs on one held-out-size batch: each block's two residual sums (Post-LN: what LN1, LN2 read).
-  const nn::Batch batch = experiments::training_batch(corpus.data, m.batch, m.seq, m.seed, kSmallSteps);
+  const nn::Batch batch = nn::training_batch(corpus.data, m.batch, m.seq, m.seed, kSmallSteps);
   Tape::current().reset();
   {
     NoGradScope no_grad;
