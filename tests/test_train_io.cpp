@@ -102,7 +102,7 @@ TEST_CASE("npy: the header reader accepts numpy's dict and nothing else", "[trai
                                 "x.npy")) == Shape{2, 3});
   REQUIRE(shape_of(parse_npy_f8(npy_with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (), }",
                                                 std::string(8, '\0')), "x.npy")) == Shape{});
-  REQUIRE(shape_of(parse_npy_f8(npy_with_header("{'shape': (6,), 'fortran_order': False, 'descr': '<f8'}", data),
+  REQUIRE(shape_of(parse_npy_f8(npy_with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (6,)}", data),
                                 "x.npy")) == Shape{6});
 
   auto refused = [&](const std::string& dict, const std::string& what) {
@@ -110,15 +110,19 @@ TEST_CASE("npy: the header reader accepts numpy's dict and nothing else", "[trai
     REQUIRE_THROWS_WITH(parse_npy_f8(npy_with_header(dict, data), "x.npy"),
                         Catch::Contains("x.npy") && Catch::Contains(what));
   };
-  refused("{'descr': '<f8', 'fortran_order': False, }", "lacks one of");
-  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), 'shape': (6,), }", "given twice");
-  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), 'extra': 1, }", "unexpected key 'extra'");
-  refused("{'descr': '<f8', 'fortran_order': 0, 'shape': (2, 3), }", "neither True nor False");
-  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (2, -3), }", "not a tuple of integers");
-  refused("{'descr': '<f8', 'fortran_order': False, 'shape': [2, 3], }", "not a tuple");
-  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), } junk", "characters after the dict");
-  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), ", "expected a quoted string");
-  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3)", "expected '}'");
+  // Anything but that dict, in numpy's key order, each key once, is "not numpy's dict".
+  for (const char* dict : {"{'descr': '<f8', 'fortran_order': False, }",
+                           "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), 'shape': (6,), }",
+                           "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), 'extra': 1, }",
+                           "{'shape': (6,), 'fortran_order': False, 'descr': '<f8'}",
+                           "{'descr': '<f8', 'fortran_order': 0, 'shape': (2, 3), }",
+                           "{'descr': '<f8', 'fortran_order': False, 'shape': (2, -3), }",
+                           "{'descr': '<f8', 'fortran_order': False, 'shape': [2, 3], }",
+                           "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), } junk",
+                           "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), ",
+                           "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3)"})
+    refused(dict, "not numpy's dict");
+  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (2,, 3), }", "not a tuple of integers");
   // Shapes whose element count overflows 64 bits (it used to wrap around to a small count).
   refused("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", "too large");
   refused("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4294967296, 4294967296), }", "too large");
@@ -212,7 +216,7 @@ TEST_CASE("checkpoint: config.json is read once and load uses what read_checkpoi
   TransformerLM other(config);
   REQUIRE_NOTHROW(load_checkpoint(info, other, config));
   REQUIRE(same_bits(other.head.weight.value(), model.head.weight.value()));
-  REQUIRE_THROWS_WITH(read_checkpoint_info(dir.path / "c"), Catch::Contains("config.json: its SHA-256 is"));
+  REQUIRE_THROWS_WITH(read_checkpoint_info(dir.path / "c"), Catch::Contains("config.json: invalid JSON"));
 }
 
 TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra file is refused", "[train][checkpoint]") {
@@ -231,13 +235,12 @@ TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra fi
     REQUIRE_THROWS_WITH(load_checkpoint(c, target, config),
                         Catch::Contains("'blocks.0.mlp.fc1.weight'") && Catch::Contains(f.string()));
   }
-  SECTION("a file changed after it was written") {
+  SECTION("a file changed after it was written, to another shape") {
     refresh();
     const fs::path f = c / "blocks.1.attn.k.bias.npy";
     write_npy(f, Array{1.0, 2.0, 3.0});
     REQUIRE_THROWS_WITH(load_checkpoint(c, target, config), Catch::Contains("'blocks.1.attn.k.bias'") &&
-                                                                Catch::Contains(f.string()) &&
-                                                                Catch::Contains("SHA-256"));
+                                                                Catch::Contains(f.string()) && Catch::Contains("(3,)"));
   }
   SECTION("wrong shape, with a manifest that agrees") {
     refresh();
@@ -330,11 +333,11 @@ TEST_CASE("dump: config, parameters, gradients, batch and loss of one batch", "[
   REQUIRE(cfg["format"] == "gradscope dump");
   REQUIRE(cfg["d_ff"] == 32);
   REQUIRE(cfg["placement"] == "pre");
-  // The manifest lists every file with its SHA-256, and every listed file verifies.
+  // The manifest lists every file, and every listed file reads.
   const VerifiedDirectory files(dir.path, "dump");
   REQUIRE(files.manifest().tag.program == "test");
   REQUIRE(files.manifest().files.size() == 4 + 2 * model.named_parameters().size());
-  for (const auto& [name, sha] : files.manifest().files) REQUIRE_NOTHROW(files.read(name, 1 << 20));
+  for (const std::string& name : files.manifest().files) REQUIRE_NOTHROW(files.read(name, 1 << 20));
   REQUIRE_NOTHROW(files.refuse_unlisted_files());
   REQUIRE(xt::all(xt::equal(read_npy_i8(dir.path / "batch" / "inputs.npy"), batch.inputs)));
   REQUIRE(xt::all(xt::equal(read_npy_i8(dir.path / "batch" / "targets.npy"), batch.targets)));

@@ -5,13 +5,14 @@
 #include <stdio.h>  // renameat2, RENAME_EXCHANGE
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "engine/error.hpp"
 #include "nn/io/atomic_file.hpp"
-#include "nn/io/checksum.hpp"
 
 namespace gs::nn {
 
@@ -60,7 +61,9 @@ void swap_into_place(const fs::path& tmp, const fs::path& target, const fs::path
     fs::remove_all(tmp, ec);
     throw Error("cannot put " + tmp.string() + " in place of " + target.string() + ": " + std::strerror(err));
   }
-  fsync_directory(parent);
+  const int fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || ::fsync(fd) != 0) throw Error("cannot sync directory " + parent.string() + ": " + std::strerror(errno));
+  ::close(fd);
   if (!existed) return;
   pause_point("directory.cleaning");
   fs::remove_all(previous, ec);
@@ -75,12 +78,14 @@ void swap_into_place(const fs::path& tmp, const fs::path& target, const fs::path
 void DirectoryWriter::write(const std::string& relative, std::string_view bytes) {
   if (!valid_relative(relative) || relative == manifest_name)
     throw Error("cannot write " + relative + " into " + root_.string() + ": not a plain relative file name");
-  for (const auto& [name, sha] : files_)
-    if (name == relative) throw Error("cannot write " + relative + " twice into " + root_.string());
+  if (std::find(files_.begin(), files_.end(), relative) != files_.end())
+    throw Error("cannot write " + relative + " twice into " + root_.string());
   const fs::path path = root_ / relative;
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
-  create_file(path, bytes);
-  files_.push_back({relative, sha256_hex(bytes)});
+  std::ofstream out(path, std::ios::binary);
+  if (!out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())).flush())
+    throw Error("cannot write " + path.string());
+  files_.push_back(relative);
   if (files_.size() == 1) pause_point("directory.filling");
 }
 
@@ -90,7 +95,6 @@ void write_directory_atomically(const fs::path& dir, const OutputTag& tag,
   if (!target.has_filename()) target = target.parent_path();  // "out/" -> "out"
   const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
 
-  remove_stale_leftovers(target, tag);
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(target, ec);
   const bool existed = fs::exists(st);
@@ -107,11 +111,11 @@ void write_directory_atomically(const fs::path& dir, const OutputTag& tag,
   if (!fs::create_directory(tmp, ec) || ec)
     throw Error("cannot create " + tmp.string() + ": " + (ec ? ec.message() : "it exists"));
   try {
-    create_file(tmp / manifest_name, manifest_text(tag, nullptr));  // first: a leftover is provably ours
     DirectoryWriter writer(tmp);
     fill(writer);
-    fs::remove(tmp / manifest_name);
-    create_file(tmp / manifest_name, manifest_text(tag, &writer.files_));
+    std::ofstream manifest(tmp / manifest_name);
+    if (!(manifest << manifest_text(tag, &writer.files_)).flush())
+      throw Error("cannot write " + (tmp / manifest_name).string());
     sync_tree(tmp);
   } catch (...) {
     fs::remove_all(tmp, ec);
@@ -140,17 +144,11 @@ VerifiedDirectory::VerifiedDirectory(fs::path dir, const std::string& kind) : di
 
 std::string VerifiedDirectory::read(const std::string& relative, std::size_t max_bytes) const {
   const fs::path path = dir_ / relative;
-  const auto listed = manifest_.files.find(relative);
-  if (listed == manifest_.files.end())
+  if (!lists(relative))
     throw Error(path.string() + " is not listed in " + (dir_ / manifest_name).string());
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(path, ec))) throw Error(path.string() + " is missing (the manifest lists it)");
-  std::string bytes = read_file(path, max_bytes);
-  const std::string sha = sha256_hex(bytes);
-  if (sha != listed->second)
-    throw Error(path.string() + ": its SHA-256 is " + sha + ", the manifest says " + listed->second +
-                " (the file was changed or corrupted after it was written)");
-  return bytes;
+  return read_file(path, max_bytes);
 }
 
 void VerifiedDirectory::refuse_unlisted_files() const {

@@ -1,6 +1,6 @@
 // Who wrote an output. gradscope never deletes or overwrites what it did not write:
 //   - A directory is ours when it holds our manifest, DIR/gradscope-output.json:
-//       {"written_by": "gradscope", "program": "train", "kind": "checkpoint", "files": {"config.json": "<sha256>", ...}}
+//       {"written_by": "gradscope", "program": "train", "kind": "checkpoint", "files": ["config.json", ...]}
 //     A directory written as a whole (a checkpoint, a dump: nn/io/directory_write.hpp) lists its files
 //     and is replaced only when it is empty, or this program's output of this kind holding nothing but
 //     the files listed. A directory filled file by file (--out, experiments/lib/outputs.hpp) lists none.
@@ -9,16 +9,14 @@
 //     A PNG cannot carry the marker: an existing one is replaced only with --overwrite.
 //   - Nothing is written into a directory written as a whole, nor through a symbolic link, a FIFO or
 //     a device; every refusal is one line naming the flag and the path, before any work.
-//   - "<target>.tmp-<pid>" beside a target is where a write of it happens; a leftover of a killed run
-//     is removed by the next run of the same output only when its process is gone and it is ours (a
-//     directory by its manifest, a file by its marker).
+//   - "<target>.tmp-<pid>" beside a target is where a write of it happens. A run killed mid-write
+//     leaves it behind; the user removes it (the next run writes under its own pid).
 #pragma once
 
 #include <filesystem>
-#include <map>
+#include <set>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace gs::nn {
@@ -32,14 +30,14 @@ inline constexpr const char* manifest_name = "gradscope-output.json";
 
 struct Manifest {
   OutputTag tag;
-  bool lists_files = false;                  // a directory written as a whole
-  std::map<std::string, std::string> files;  // relative '/'-separated path -> SHA-256 (hex)
+  bool lists_files = false;     // a directory written as a whole
+  std::set<std::string> files;  // relative '/'-separated paths
 };
 
 // Reads DIR/gradscope-output.json strictly; throws gs::Error naming it if missing or malformed.
 Manifest read_manifest(const std::filesystem::path& dir);
 bool valid_relative(const std::string& name);  // relative, '/'-separated, no "." or ".." parts
-std::string manifest_text(const OutputTag& tag, const std::vector<std::pair<std::string, std::string>>* files);
+std::string manifest_text(const OutputTag& tag, const std::vector<std::string>* files);
 
 std::string this_program();                              // the running executable's name
 std::string output_signature(std::string_view program);  // "written by gradscope PROGRAM"
@@ -54,8 +52,6 @@ void check_output_file(const std::filesystem::path& file, std::string_view flag,
 std::string why_not_replaceable(const std::filesystem::path& dir, const OutputTag& tag);
 // The first entry under `dir` that is neither the manifest nor listed in `m` (nor on the way to one).
 std::string first_unlisted_file(const std::filesystem::path& dir, const Manifest& m);
-// Removes the leftovers of killed writes of `target` (the rule above).
-void remove_stale_leftovers(const std::filesystem::path& target, const OutputTag& tag);
 // Refuses a target inside a directory written as a whole (a file added would make it unreadable).
 void check_not_inside_whole_output(const std::filesystem::path& target, std::string_view flag);
 // Refuses a path that could not be created (tried by creating and removing "<path>.tmp-<pid>").
