@@ -61,9 +61,7 @@ void swap_into_place(const fs::path& tmp, const fs::path& target, const fs::path
     fs::remove_all(tmp, ec);
     throw Error("cannot put " + tmp.string() + " in place of " + target.string() + ": " + std::strerror(err));
   }
-  const int fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0 || ::fsync(fd) != 0) throw Error("cannot sync directory " + parent.string() + ": " + std::strerror(errno));
-  ::close(fd);
+  sync_tree(parent);  // the rename
   if (!existed) return;
   pause_point("directory.cleaning");
   fs::remove_all(previous, ec);
@@ -144,10 +142,7 @@ VerifiedDirectory::VerifiedDirectory(fs::path dir, const std::string& kind) : di
 
 std::string VerifiedDirectory::read(const std::string& relative, std::size_t max_bytes) const {
   const fs::path path = dir_ / relative;
-  if (!lists(relative))
-    throw Error(path.string() + " is not listed in " + (dir_ / manifest_name).string());
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(path, ec))) throw Error(path.string() + " is missing (the manifest lists it)");
+  if (!lists(relative)) throw Error(path.string() + " is not listed in " + (dir_ / manifest_name).string());
   return read_file(path, max_bytes);
 }
 
