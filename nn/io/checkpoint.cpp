@@ -93,11 +93,12 @@ void save_checkpoint(const fs::path& dir, std::string_view program, const Module
     } catch (const json::exception& e) {
       throw Error("cannot write " + (dir / "config.json").string() + ": " + e.what());
     }
-    for (std::size_t i = 0; i < params.size(); ++i)
-      for (std::size_t s = 0; s <= slots.size(); ++s)  // s == slots.size(): the parameter itself
-        if (const std::string bad = non_finite(s < slots.size() ? optimizer->slot(s, i) : params[i].parameter.value()); !bad.empty())
-          throw Error("not saving " + dir.string() + ": parameter '" + params[i].name + "' " +
-                      (s < slots.size() ? "(optimizer " + slots[s] + ") " : "") + "holds " + bad);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      std::string bad = non_finite(params[i].parameter.value()), where;
+      for (std::size_t s = 0; s < slots.size() && bad.empty(); ++s)
+        if (!(bad = non_finite(optimizer->slot(s, i))).empty()) where = "(optimizer " + slots[s] + ") ";
+      if (!bad.empty()) throw Error("not saving " + dir.string() + ": parameter '" + params[i].name + "' " + where + "holds " + bad);
+    }
     write_directory_atomically(dir, {std::string(program), "checkpoint"}, [&](DirectoryWriter& out) {
       for (const NamedParameter& p : params) out.write(p.name + ".npy", npy_bytes(p.parameter.value()));
       for (std::size_t s = 0; s < slots.size(); ++s)
@@ -239,15 +240,17 @@ void load_checkpoint(const CheckpointInfo& info, Module& model, const ModelConfi
     check_fits(info, params, config, optimizer);
     // Every file is read before the model changes: a refusal leaves it as it was.
     const std::vector<std::string> slots = optimizer ? optimizer->slot_names() : std::vector<std::string>{};
-    std::vector<std::vector<Array>> values(slots.size() + 1);  // the parameters, then each slot's
-    for (std::size_t s = 0; s <= slots.size(); ++s)
+    std::vector<Array> values;  // the parameters', then each slot's
+    for (const NamedParameter& p : params)
+      values.push_back(read_array(*info.files, p.name + ".npy", "parameter '" + p.name + "'", p.parameter.shape()));
+    for (const std::string& slot : slots)
       for (const NamedParameter& p : params)
-        values[s].push_back(s == 0 ? read_array(*info.files, p.name + ".npy", "parameter '" + p.name + "'", p.parameter.shape())
-                                   : read_array(*info.files, slot_file(slots[s - 1], p.name),
-                                                "parameter '" + p.name + "' (optimizer " + slots[s - 1] + ")", p.parameter.shape()));
-    for (std::size_t i = 0; i < params.size(); ++i) params[i].parameter.value() = values[0][i];
+        values.push_back(read_array(*info.files, slot_file(slot, p.name), "parameter '" + p.name + "' (optimizer " + slot + ")",
+                                    p.parameter.shape()));
+    const std::size_t n = params.size();
+    for (std::size_t i = 0; i < n; ++i) params[i].parameter.value() = values[i];
     for (std::size_t s = 0; s < slots.size(); ++s)
-      for (std::size_t i = 0; i < params.size(); ++i) optimizer->slot(s, i) = values[s + 1][i];
+      for (std::size_t i = 0; i < n; ++i) optimizer->slot(s, i) = values[(s + 1) * n + i];
     if (optimizer) optimizer->set_steps(info.optimizer_steps);
   });
 }

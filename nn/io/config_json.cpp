@@ -54,22 +54,16 @@ ModelConfig model_config_from_json(const JsonField& json) {
   } catch (const Error& e) {
     placement.fail(std::string("is not a placement: ") + e.what());
   }
-  if (json.has("init")) {
-    const JsonField init = json.at("init");
+  auto named = [&](const std::string& key, auto parse, const char* valid, auto& out) {  // an optional name
+    if (!json.has(key)) return;
     try {
-      c.init = parse_init(init.as_string());
+      out = parse(json.at(key).as_string());
     } catch (const Error&) {
-      init.fail("is not an initialisation (valid: xavier, gpt2)");
+      json.at(key).fail(valid);
     }
-  }
-  if (json.has("qk_norm")) {
-    const JsonField qk = json.at("qk_norm");
-    try {
-      c.qk_norm = parse_qk_norm(qk.as_string());
-    } catch (const Error&) {
-      qk.fail("is not a qk-norm (valid: none, layer, rms)");
-    }
-  }
+  };
+  named("init", parse_init, "is not an initialisation (valid: xavier, gpt2)", c.init);
+  named("qk_norm", parse_qk_norm, "is not a qk-norm (valid: none, layer, rms)", c.qk_norm);
   if (json.has("seed")) c.seed = json.at("seed").as_unsigned();
   return c;
 }
