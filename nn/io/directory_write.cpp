@@ -59,7 +59,8 @@ void swap_into_place(const fs::path& tmp, const fs::path& target, const fs::path
   if (!existed) return;
   pause_point("directory.cleaning");
   if (fs::remove_all(previous, ec); ec)
-    throw Error("wrote " + target.string() + " but cannot remove its previous version " + previous.string() + ": " + ec.message());
+    throw Error("wrote " + target.string() + " but cannot remove its previous version " + previous.string() + ": " +
+                ec.message());
 }
 
 }  // namespace
@@ -91,7 +92,8 @@ void write_directory_atomically(const fs::path& dir, const OutputTag& tag, const
   if (fs::create_directories(parent, ec); ec) throw Error("cannot create " + parent.string() + ": " + ec.message());
 
   const fs::path tmp = temporary_name(target);
-  if (!fs::create_directory(tmp, ec) || ec) throw Error("cannot create " + tmp.string() + ": " + (ec ? ec.message() : "it exists"));
+  if (!fs::create_directory(tmp, ec) || ec)
+    throw Error("cannot create " + tmp.string() + ": " + (ec ? ec.message() : "it exists"));
   try {
     DirectoryWriter writer(tmp);
     fill(writer);
@@ -113,8 +115,9 @@ VerifiedDirectory::VerifiedDirectory(fs::path dir, const std::string& kind) : di
   manifest_ = read_manifest(dir_);
   const std::string file = (dir_ / manifest_name).string();
   if (manifest_.tag.kind != kind)
-    throw Error(file + ": this directory is " + (manifest_.tag.kind == "out" ? "an output directory (--out)" : "a " + manifest_.tag.kind) +
-                " of gradscope " + manifest_.tag.program + ", not a " + kind);
+    throw Error(file + ": this directory is " +
+                (manifest_.tag.kind == "out" ? "an output directory (--out)" : "a " + manifest_.tag.kind) + " of gradscope " +
+                manifest_.tag.program + ", not a " + kind);
   if (!manifest_.lists_files) throw Error(file + ": lists no files: the directory was not completely written");
 }
 
