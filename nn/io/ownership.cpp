@@ -47,13 +47,10 @@ Manifest read_manifest(const fs::path& dir) {
   if (!root.has("files")) return m;
   m.lists_files = true;
   const JsonField files = root.at("files");
-  // An array of names; an object (names to the SHA-256 that earlier manifests carried) is read by its keys.
-  const std::vector<std::string> keys = files.is_object() ? files.keys() : std::vector<std::string>{};
   for (std::size_t i = 0; i < files.size(); ++i) {
-    const JsonField entry = files.is_object() ? files.at(keys[i]) : files.at(i);
-    const std::string& name = files.is_object() ? keys[i] : entry.as_string();
-    if (!valid_relative(name) || name == manifest_name) entry.fail("is not a file name inside the directory");
-    if (!m.files.insert(name).second) entry.fail("lists " + name + " twice");
+    const std::string& name = files.at(i).as_string();
+    if (!valid_relative(name) || name == manifest_name) files.at(i).fail("is not a file name inside the directory");
+    if (!m.files.insert(name).second) files.at(i).fail("lists " + name + " twice");
   }
   return m;
 }
