@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,23 +58,16 @@ inline std::string read_file_or_empty(const fs::path& file) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// Rewrites DIR's manifest so that it lists every file now in DIR: the directory then looks as if
-// gradscope had written it this way.
+// Rewrites DIR's manifest so that it lists every file now in DIR with its current SHA-256: the
+// directory then looks as if gradscope had written it this way.
 inline void reseal(const fs::path& dir) {
   const nn::Manifest m = nn::read_manifest(dir);
-  std::vector<std::string> files;
+  std::vector<std::pair<std::string, std::string>> files;
   for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir)) {
     const std::string name = e.path().lexically_relative(dir).generic_string();
-    if (e.is_regular_file() && name != nn::manifest_name) files.push_back(name);
+    if (e.is_regular_file() && name != nn::manifest_name) files.push_back({name, nn::sha256_hex(nn::read_file(e.path()))});
   }
   overwrite(dir / nn::manifest_name, nn::manifest_text(m.tag, &files));
-}
-
-// Every file DIR's manifest lists, with its bytes: two outputs are the same when these are equal.
-inline std::map<std::string, std::string> listed_files(const fs::path& dir) {
-  std::map<std::string, std::string> out;
-  for (const std::string& name : nn::read_manifest(dir).files) out[name] = nn::read_file(dir / name);
-  return out;
 }
 
 inline nn::ModelConfig tiny_config(unsigned seed = 3) {

@@ -27,9 +27,9 @@ std::vector<std::string> tiny(std::vector<std::string> more) {
   return args;
 }
 
-// The bytes of every parameter and optimizer-state file of a checkpoint (config.json left out).
+// The SHA-256 of every parameter and optimizer-state file of a checkpoint (config.json left out).
 std::map<std::string, std::string> weights(const fs::path& dir) {
-  std::map<std::string, std::string> files = test::listed_files(dir);
+  std::map<std::string, std::string> files = nn::read_manifest(dir).files;
   files.erase("config.json");
   REQUIRE(files.size() > 10);
   return files;

@@ -53,7 +53,8 @@ TEST_CASE("train: SIGINT at step 20 saves step 20 and exits 130; --resume alone 
   const test::Outcome resumed = run_binary("train", {"--resume", "ck", "--save", "ck", "--out", "o2"}, dir.path);
   INFO(resumed.err);
   REQUIRE(resumed.status == 0);
-  REQUIRE(test::listed_files(dir.path / "ck") == test::listed_files(dir.path / "straight"));  // every parameter, every optimizer moment, and config.json
+  std::map<std::string, std::string> a = nn::read_manifest(dir.path / "ck").files, b = nn::read_manifest(dir.path / "straight").files;
+  REQUIRE(a == b);  // every parameter, every optimizer moment, and config.json
   auto without_speed = [](const std::string& csv) {  // the last column, tokens_per_s, is a timing
     std::string kept, line;
     std::stringstream lines(csv);

@@ -216,7 +216,7 @@ TEST_CASE("checkpoint: config.json is read once and load uses what read_checkpoi
   TransformerLM other(config);
   REQUIRE_NOTHROW(load_checkpoint(info, other, config));
   REQUIRE(same_bits(other.head.weight.value(), model.head.weight.value()));
-  REQUIRE_THROWS_WITH(read_checkpoint_info(dir.path / "c"), Catch::Contains("config.json: invalid JSON"));
+  REQUIRE_THROWS_WITH(read_checkpoint_info(dir.path / "c"), Catch::Contains("config.json: its SHA-256 is"));
 }
 
 TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra file is refused", "[train][checkpoint]") {
@@ -235,12 +235,13 @@ TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra fi
     REQUIRE_THROWS_WITH(load_checkpoint(c, target, config),
                         Catch::Contains("'blocks.0.mlp.fc1.weight'") && Catch::Contains(f.string()));
   }
-  SECTION("a file changed after it was written, to another shape") {
+  SECTION("a file changed after it was written") {
     refresh();
     const fs::path f = c / "blocks.1.attn.k.bias.npy";
     write_npy(f, Array{1.0, 2.0, 3.0});
     REQUIRE_THROWS_WITH(load_checkpoint(c, target, config), Catch::Contains("'blocks.1.attn.k.bias'") &&
-                                                                Catch::Contains(f.string()) && Catch::Contains("(3,)"));
+                                                                Catch::Contains(f.string()) &&
+                                                                Catch::Contains("SHA-256"));
   }
   SECTION("wrong shape, with a manifest that agrees") {
     refresh();
@@ -333,11 +334,11 @@ TEST_CASE("dump: config, parameters, gradients, batch and loss of one batch", "[
   REQUIRE(cfg["format"] == "gradscope dump");
   REQUIRE(cfg["d_ff"] == 32);
   REQUIRE(cfg["placement"] == "pre");
-  // The manifest lists every file, and every listed file reads.
+  // The manifest lists every file with its SHA-256, and every listed file verifies.
   const VerifiedDirectory files(dir.path, "dump");
   REQUIRE(files.manifest().tag.program == "test");
   REQUIRE(files.manifest().files.size() == 4 + 2 * model.named_parameters().size());
-  for (const std::string& name : files.manifest().files) REQUIRE_NOTHROW(files.read(name, 1 << 20));
+  for (const auto& [name, sha] : files.manifest().files) REQUIRE_NOTHROW(files.read(name, 1 << 20));
   REQUIRE_NOTHROW(files.refuse_unlisted_files());
   REQUIRE(xt::all(xt::equal(read_npy_i8(dir.path / "batch" / "inputs.npy"), batch.inputs)));
   REQUIRE(xt::all(xt::equal(read_npy_i8(dir.path / "batch" / "targets.npy"), batch.targets)));

@@ -159,7 +159,7 @@ CheckpointInfo read_info(const fs::path& dir) {
   for (const std::string& name : expected)
     if (!files->lists(name))
       throw Error((dir / name).string() + " is missing from the manifest " + (dir / manifest_name).string());
-  for (const std::string& name : files->manifest().files)
+  for (const auto& [name, sha] : files->manifest().files)
     if (!expected.count(name))
       throw Error((dir / name).string() + " is listed in the manifest, but " + file + " implies no such file");
   files->refuse_unlisted_files();

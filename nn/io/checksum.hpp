@@ -1,5 +1,5 @@
-// SHA-256 (OpenSSL's) as 64 lowercase hex digits, what `sha256sum FILE` prints: a training run records
-// its data file's, so that a resumed run can tell it trains on the same bytes.
+// SHA-256 (OpenSSL's) as 64 lowercase hex digits, what `sha256sum FILE` prints: manifests list one per
+// file, and a training run records its data file's, so that a resumed run can tell it trains on the same bytes.
 #pragma once
 
 #include <filesystem>

@@ -13,6 +13,7 @@
 
 #include "engine/error.hpp"
 #include "nn/io/atomic_file.hpp"
+#include "nn/io/checksum.hpp"
 
 namespace gs::nn {
 
@@ -68,13 +69,13 @@ void swap_into_place(const fs::path& tmp, const fs::path& target, const fs::path
 void DirectoryWriter::write(const std::string& relative, std::string_view bytes) {
   if (!valid_relative(relative) || relative == manifest_name)
     throw Error("cannot write " + relative + " into " + root_.string() + ": not a plain relative file name");
-  if (std::find(files_.begin(), files_.end(), relative) != files_.end())
+  if (std::any_of(files_.begin(), files_.end(), [&](const auto& f) { return f.first == relative; }))
     throw Error("cannot write " + relative + " twice into " + root_.string());
   const fs::path path = root_ / relative;
   fs::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::binary);
   if (!out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())).flush()) throw Error("cannot write " + path.string());
-  files_.push_back(relative);
+  files_.push_back({relative, sha256_hex(bytes)});
   if (files_.size() == 1) pause_point("directory.filling");
 }
 
@@ -122,8 +123,13 @@ VerifiedDirectory::VerifiedDirectory(fs::path dir, const std::string& kind) : di
 }
 
 std::string VerifiedDirectory::read(const std::string& relative, std::size_t max_bytes) const {
-  if (!lists(relative)) throw Error((dir_ / relative).string() + " is not listed in " + (dir_ / manifest_name).string());
-  return read_file(dir_ / relative, max_bytes);
+  const fs::path path = dir_ / relative;
+  if (!lists(relative)) throw Error(path.string() + " is not listed in " + (dir_ / manifest_name).string());
+  std::string bytes = read_file(path, max_bytes);
+  if (const std::string sha = sha256_hex(bytes); sha != manifest_.files.at(relative))
+    throw Error(path.string() + ": its SHA-256 is " + sha + ", the manifest says " + manifest_.files.at(relative) +
+                " (the file was changed or corrupted after it was written)");
+  return bytes;
 }
 
 void VerifiedDirectory::refuse_unlisted_files() const {

@@ -1,14 +1,14 @@
 // Directories written as a whole (checkpoints, dumps), and read back with every file verified.
 //
 // write_directory_atomically(dir, tag, fill) refuses a dir that `tag` may not replace (nn/io/ownership.hpp),
-// writes "<dir>.tmp-<pid>" (fill's files, then the manifest listing them), flushes it to the disk
+// writes "<dir>.tmp-<pid>" (fill's files, then the manifest listing them with their SHA-256), flushes it to the disk
 // (syncfs), and swaps it with dir in one step (renameat2 RENAME_EXCHANGE; where the file system cannot,
 // dir is first renamed to "<dir>.old-<pid>"), then removes the previous version. A run killed at any
 // moment leaves dir as it was or complete; if fill throws, dir is untouched.
 //
 // VerifiedDirectory reads one back: its manifest must be gradscope's, of the expected kind, and list its
-// files; every file read through it must be listed. (The manifest carries no checksums: the atomic
-// write is what makes a file whole, and its reader checks its size, shape and values.)
+// files; every file read through it must be listed and have the listed SHA-256 (a byte changed after
+// the write is refused, even where the value it makes is a plausible number).
 //
 // With GRADSCOPE_TEST_PAUSE_AT set to directory.filling, directory.swapping or directory.cleaning, the
 // writing process stops itself (SIGSTOP) there, for tests/test_io_interrupt.cpp to kill it.
@@ -19,6 +19,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "nn/io/ownership.hpp"
@@ -35,7 +36,7 @@ class DirectoryWriter {
                                          const std::function<void(DirectoryWriter&)>&);
   explicit DirectoryWriter(std::filesystem::path root) : root_(std::move(root)) {}
   std::filesystem::path root_;
-  std::vector<std::string> files_;  // in the order written
+  std::vector<std::pair<std::string, std::string>> files_;  // name, SHA-256, in the order written
 };
 
 void write_directory_atomically(const std::filesystem::path& dir, const OutputTag& tag,
@@ -48,7 +49,7 @@ class VerifiedDirectory {
   const std::filesystem::path& dir() const { return dir_; }
   const Manifest& manifest() const { return manifest_; }
   bool lists(const std::string& relative) const { return manifest_.files.count(relative) > 0; }
-  // The file's bytes, if listed, regular and at most max_bytes. Errors name it.
+  // The file's bytes, if listed, regular, at most max_bytes and of the listed SHA-256. Errors name it.
   std::string read(const std::string& relative, std::size_t max_bytes) const;
   void refuse_unlisted_files() const;  // throws naming the first file under dir that is not listed
 

@@ -31,9 +31,12 @@ std::string describe(const OutputTag& tag) {
   return "gradscope " + tag.program + "'s " + (tag.kind == "out" ? "output directory" : tag.kind);
 }
 
-std::string manifest_text(const OutputTag& tag, const std::vector<std::string>* files) {
+std::string manifest_text(const OutputTag& tag, const std::vector<std::pair<std::string, std::string>>* files) {
   nlohmann::ordered_json m = {{"written_by", "gradscope"}, {"program", tag.program}, {"kind", tag.kind}};
-  if (files) m["files"] = *files;
+  if (files) {
+    m["files"] = nlohmann::ordered_json::object();
+    for (const auto& [name, sha] : *files) m["files"][name] = sha;
+  }
   return m.dump(2) + "\n";
 }
 
@@ -47,10 +50,12 @@ Manifest read_manifest(const fs::path& dir) {
   if (!root.has("files")) return m;
   m.lists_files = true;
   const JsonField files = root.at("files");
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    const std::string& name = files.at(i).as_string();
-    if (!valid_relative(name) || name == manifest_name) files.at(i).fail("is not a file name inside the directory");
-    if (!m.files.insert(name).second) files.at(i).fail("lists " + name + " twice");
+  for (const std::string& name : files.keys()) {
+    const std::string& sha = files.at(name).as_string();
+    if (!valid_relative(name) || name == manifest_name) files.at(name).fail("is not a file name inside the directory");
+    if (sha.size() != 64 || sha.find_first_not_of("0123456789abcdef") != std::string::npos)
+      files.at(name).fail("is not a SHA-256 (64 hex digits)");
+    m.files[name] = sha;
   }
   return m;
 }
@@ -82,7 +87,7 @@ std::string first_unlisted_file(const fs::path& dir, const Manifest& m) {
     if (ec) break;
     const bool listed = fs::is_regular_file(st) && (name == manifest_name || m.files.count(name));
     const auto next = m.files.lower_bound(name + "/");
-    const bool on_the_way = fs::is_directory(st) && next != m.files.end() && next->rfind(name + "/", 0) == 0;
+    const bool on_the_way = fs::is_directory(st) && next != m.files.end() && next->first.rfind(name + "/", 0) == 0;
     if (!listed && !on_the_way) return name;
   }
   return ec ? "(an entry that cannot be read: " + ec.message() + ")" : "";

@@ -1,6 +1,6 @@
 // Who wrote an output. gradscope never deletes or overwrites what it did not write:
 //   - A directory is ours when it holds our manifest, DIR/gradscope-output.json:
-//       {"written_by": "gradscope", "program": "train", "kind": "checkpoint", "files": ["config.json", ...]}
+//       {"written_by": "gradscope", "program": "train", "kind": "checkpoint", "files": {"config.json": "<sha256>", ...}}
 //     A directory written as a whole (a checkpoint, a dump: nn/io/directory_write.hpp) lists its files
 //     and is replaced only when it is empty, or this program's output of this kind holding nothing but
 //     the files listed. A directory filled file by file (--out, experiments/lib/outputs.hpp) lists none.
@@ -14,9 +14,10 @@
 #pragma once
 
 #include <filesystem>
-#include <set>
+#include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gs::nn {
@@ -31,13 +32,13 @@ inline constexpr const char* manifest_name = "gradscope-output.json";
 struct Manifest {
   OutputTag tag;
   bool lists_files = false;     // a directory written as a whole
-  std::set<std::string> files;  // relative '/'-separated paths
+  std::map<std::string, std::string> files;  // relative '/'-separated path -> SHA-256 (hex)
 };
 
 // Reads DIR/gradscope-output.json strictly; throws gs::Error naming it if missing or malformed.
 Manifest read_manifest(const std::filesystem::path& dir);
 bool valid_relative(const std::string& name);  // relative, '/'-separated, no "." or ".." parts
-std::string manifest_text(const OutputTag& tag, const std::vector<std::string>* files);
+std::string manifest_text(const OutputTag& tag, const std::vector<std::pair<std::string, std::string>>* files);
 
 std::string this_program();                              // the running executable's name
 std::string output_signature(std::string_view program);  // "written by gradscope PROGRAM"
