@@ -1,5 +1,5 @@
 // A save killed at any moment (SIGKILL, as by a power cut or the OOM killer) leaves the previous
-// checkpoint intact and loadable, and the next save of the same output leaves nothing behind.
+// checkpoint intact and loadable, and the next save of the same output works beside the leftover.
 // The saving process is tests/helpers/io_helper.cpp; GRADSCOPE_TEST_PAUSE_AT makes it stop itself at
 // a named point inside the save (nn/io/directory_write.hpp), where this test kills it.
 #include <signal.h>
@@ -79,7 +79,7 @@ std::vector<std::string> entries(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("a save killed inside the write leaves the previous checkpoint, and the next save cleans up",
+TEST_CASE("a save killed inside the write leaves the previous checkpoint, and the next save works beside its leftover",
           "[io][interrupt]") {
   for (const char* point : {"directory.filling", "directory.swapping", "directory.cleaning"}) {
     INFO("killed at " << point);
@@ -92,21 +92,21 @@ TEST_CASE("a save killed inside the write leaves the previous checkpoint, and th
     require_checkpoint_of(ck, std::string(point) == "directory.cleaning" ? 2 : 1);
     const std::string leftover = "ck.tmp-" + std::to_string(killed);
     REQUIRE(entries(tmp.path) == std::vector<std::string>{"ck", leftover});
-    // The next run of the same output removes the leftover (provably ours: its name, its manifest,
-    // its process gone) and saves.
+    // The next run saves under its own pid; the leftover stays for the user to remove.
     run_helper(ck, 3);
     require_checkpoint_of(ck, 3);
-    REQUIRE(entries(tmp.path) == std::vector<std::string>{"ck"});
+    REQUIRE(entries(tmp.path) == std::vector<std::string>{"ck", leftover});
   }
 }
 
-TEST_CASE("a first save killed half way leaves no checkpoint, and the next one cleans up", "[io][interrupt]") {
+TEST_CASE("a first save killed half way leaves no checkpoint, and the next one saves", "[io][interrupt]") {
   test::TempDir tmp("interrupt-first");
   const fs::path ck = tmp.path / "ck";
   const pid_t killed = run_helper(ck, 2, "directory.filling");
-  REQUIRE(entries(tmp.path) == std::vector<std::string>{"ck.tmp-" + std::to_string(killed)});
+  const std::string leftover = "ck.tmp-" + std::to_string(killed);
+  REQUIRE(entries(tmp.path) == std::vector<std::string>{leftover});
   REQUIRE_THROWS_WITH(read_checkpoint_info(ck), Catch::Contains("is not a directory"));
   run_helper(ck, 4);
   require_checkpoint_of(ck, 4);
-  REQUIRE(entries(tmp.path) == std::vector<std::string>{"ck"});
+  REQUIRE(entries(tmp.path) == std::vector<std::string>{"ck", leftover});
 }

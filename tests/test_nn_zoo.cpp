@@ -157,13 +157,11 @@ TEST_CASE("config.json carries the three axes and reads old files' presets", "[n
     if (c.norm == Norm::dyt) REQUIRE(back.dyt_alpha == 0.3);
     if (c.placement == Placement::mixln) REQUIRE(back.mixln_post_blocks() == 4);
   }
-  // A file written before the axes: "placement" is a preset.
-  for (const std::string& preset : placement_presets()) {
-    const std::string old = "{\"vocab\": 5, \"context\": 3, \"d_model\": 4, \"heads\": 2, \"layers\": 2, \"d_ff\": 8, "
-                            "\"placement\": \"" + preset + "\", \"init\": \"xavier\", \"seed\": 1}";
-    const nlohmann::json doc = parse_json(old, "old.json");
-    REQUIRE(placement_name(model_config_from_json(JsonField(doc, "old.json"))) == preset);
-  }
+  // Each of the three axes is a member of its own: a file without "norm" or "residual" is refused.
+  const std::string no_axes = "{\"vocab\": 5, \"context\": 3, \"d_model\": 4, \"heads\": 2, \"layers\": 2, \"d_ff\": 8, "
+                              "\"placement\": \"deepnorm\", \"init\": \"xavier\", \"seed\": 1}";
+  const nlohmann::json old = parse_json(no_axes, "old.json");
+  REQUIRE_THROWS_WITH(model_config_from_json(JsonField(old, "old.json")), Catch::Contains("old.json: no member norm"));
   const std::string refused = "{\"vocab\": 5, \"context\": 3, \"d_model\": 4, \"heads\": 2, \"layers\": 2, \"d_ff\": 8, "
                               "\"placement\": \"pre\", \"norm\": \"none\", \"residual\": \"lns\"}";
   const nlohmann::json doc = parse_json(refused, "c.json");

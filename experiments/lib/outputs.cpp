@@ -122,7 +122,6 @@ void check_output_dir(const fs::path& dir, std::string_view flag, const nn::Outp
   const fs::path name = dir.lexically_normal().filename();
   if (name == "." || name == "..") fail(flag, dir, "cannot be replaced as a whole; name a directory below it");
   nn::check_not_inside_whole_output(dir, flag);
-  nn::remove_stale_leftovers(dir, tag);
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(dir, ec);
   if (fs::exists(st)) {

@@ -1,7 +1,8 @@
 // Whole files. write_file_atomically writes "<path>.tmp-<pid>", fsyncs it, renames it over path and
-// fsyncs the directory: a reader, or a run killed at any moment, sees the old file or the whole new one.
-// read_file reads only a regular file up to a limit: a directory, a FIFO, /dev/zero or a larger file is
-// refused with one line naming the file (and the limit) before anything is allocated.
+// fsyncs the directory: a reader, or a run killed at any moment, sees the old file or the whole new one
+// (a killed run's temporary stays behind, for the user to remove). read_file reads only a regular file
+// up to a limit: a directory, a FIFO, /dev/zero or a larger file is refused with one line naming the
+// file (and the limit) before anything is allocated.
 #pragma once
 
 #include <cstddef>
@@ -16,9 +17,6 @@ inline constexpr std::size_t default_read_limit = std::size_t{1} << 30;  // 1 Gi
 std::string read_file(const std::filesystem::path& path, std::size_t max_bytes = default_read_limit);
 std::string read_file_head(const std::filesystem::path& path, std::size_t max_bytes);  // at most the first max_bytes
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
-// Creates path, which must not exist (no temporary name, no fsync: for a directory written as a whole).
-void create_file(const std::filesystem::path& path, std::string_view contents);
-void fsync_directory(const std::filesystem::path& dir);
 std::filesystem::path temporary_name(const std::filesystem::path& path);  // "<path>.tmp-<pid>"
 
 }  // namespace gs::nn

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/error.hpp"
+#include "nn/io/atomic_file.hpp"
 #include "nn/io/config_json.hpp"
 #include "nn/io/directory_write.hpp"
 #include "nn/io/npy.hpp"
@@ -20,21 +21,30 @@ using nlohmann::ordered_json;
 namespace {
 
 constexpr const char* format_name = "gradscope checkpoint";
-constexpr std::size_t config_limit = std::size_t{64} << 20;  // 64 MiB
 
 std::string slot_file(const std::string& slot, const std::string& parameter) {
   return "optimizer/" + slot + "/" + parameter + ".npy";
+}
+
+// Runs f; every gs::Error it throws leaves with the prefix "checkpoint: ".
+template <class F>
+auto prefixed(F f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    throw Error(what.rfind("checkpoint: ", 0) == 0 ? what : "checkpoint: " + what);
+  }
 }
 
 // The "train" record must read back: finite numbers (nlohmann would write NaN as null), nested no
 // deeper than parse_json accepts.
 void check_record(const json& value, std::size_t depth) {
   if (depth > json_max_depth)
-    throw Error("checkpoint: the \"train\" record is nested deeper than " + std::to_string(json_max_depth) + " levels");
+    throw Error("the \"train\" record is nested deeper than " + std::to_string(json_max_depth) + " levels");
   if (value.is_number_float() && !std::isfinite(value.get<double>()))
-    throw Error("checkpoint: the \"train\" record holds a number that is not finite (" + value.dump() + ")");
-  if (value.is_structured())
-    for (const json& element : value) check_record(element, depth + 1);
+    throw Error("the \"train\" record holds a number that is not finite (" + value.dump() + ")");
+  for (const json& element : value.is_structured() ? value : json::array()) check_record(element, depth + 1);
 }
 
 // "" if every element is finite, else "NaN at element 3" (a diverged run is never a state to continue from).
@@ -44,9 +54,30 @@ std::string non_finite(const Array& a) {
   return "";
 }
 
-std::string with_prefix(const Error& e) {
-  const std::string what = e.what();
-  return what.rfind("checkpoint: ", 0) == 0 ? what : "checkpoint: " + what;
+std::string config_text(const std::vector<NamedParameter>& params, const ModelConfig& config, std::size_t step,
+                        const Optimizer* optimizer, const json* train) {
+  ordered_json doc = {{"format", format_name}, {"format_version", checkpoint_format_version}};
+  const ordered_json model_fields = model_config_json(config);  // named: items() refers into it
+  for (const auto& [key, value] : model_fields.items()) doc[key] = value;
+  doc["step"] = step;
+  if (optimizer) {
+    doc["optimizer"] = optimizer->name();
+    doc["optimizer_steps"] = optimizer->steps();
+    doc["optimizer_slots"] = optimizer->slot_names();
+    ordered_json& h = doc["optimizer_hyperparameters"] = ordered_json::object();
+    for (const auto& [name, value] : optimizer->hyperparameters()) {
+      if (!std::isfinite(value)) throw Error("optimizer hyperparameter " + name + " is not finite");
+      h[name] = value;
+    }
+  }
+  if (train) {
+    if (!train->is_object()) throw Error("the \"train\" record is not a JSON object");
+    check_record(*train, 1);
+    doc["train"] = ordered_json(*train);
+  }
+  ordered_json& shapes = doc["parameters"] = ordered_json::object();
+  for (const NamedParameter& p : params) shapes[p.name] = p.parameter.shape();
+  return doc.dump(2) + "\n";  // throws on a string that is not UTF-8
 }
 
 }  // namespace
@@ -54,43 +85,20 @@ std::string with_prefix(const Error& e) {
 void save_checkpoint(const fs::path& dir, std::string_view program, const Module& model, const ModelConfig& config,
                      std::size_t step, const Optimizer* optimizer, const json* train) {
   const std::vector<NamedParameter> params = model.named_parameters();
-  ordered_json doc = {{"format", format_name}, {"format_version", checkpoint_format_version}};
-  const ordered_json model_fields = model_config_json(config);  // named: items() refers into it
-  for (const auto& [key, value] : model_fields.items()) doc[key] = value;
-  doc["step"] = step;
   const std::vector<std::string> slots = optimizer ? optimizer->slot_names() : std::vector<std::string>{};
-  if (optimizer) {
-    doc["optimizer"] = optimizer->name();
-    doc["optimizer_steps"] = optimizer->steps();
-    doc["optimizer_slots"] = slots;
-    ordered_json& h = doc["optimizer_hyperparameters"] = ordered_json::object();
-    for (const auto& [name, value] : optimizer->hyperparameters()) {
-      if (!std::isfinite(value)) throw Error("checkpoint: optimizer hyperparameter " + name + " is not finite");
-      h[name] = value;
+  prefixed([&] {
+    std::string text;
+    try {
+      text = config_text(params, config, step, optimizer, train);
+    } catch (const json::exception& e) {
+      throw Error("cannot write " + (dir / "config.json").string() + ": " + e.what());
     }
-  }
-  if (train) {
-    if (!train->is_object()) throw Error("checkpoint: the \"train\" record is not a JSON object");
-    check_record(*train, 1);
-    doc["train"] = ordered_json(*train);
-  }
-  ordered_json& shapes = doc["parameters"] = ordered_json::object();
-  for (const NamedParameter& p : params) shapes[p.name] = p.parameter.shape();
-  std::string text;
-  try {
-    text = doc.dump(2) + "\n";
-  } catch (const json::exception& e) {  // a string that is not UTF-8
-    throw Error("checkpoint: cannot write " + (dir / "config.json").string() + ": " + e.what());
-  }
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    if (const std::string bad = non_finite(params[i].parameter.value()); !bad.empty())
-      throw Error("checkpoint: not saving " + dir.string() + ": parameter '" + params[i].name + "' holds " + bad);
-    for (std::size_t s = 0; s < slots.size(); ++s)
-      if (const std::string bad = non_finite(optimizer->slot(s, i)); !bad.empty())
-        throw Error("checkpoint: not saving " + dir.string() + ": parameter '" + params[i].name + "' (optimizer " +
-                    slots[s] + ") holds " + bad);
-  }
-  try {
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      std::string bad = non_finite(params[i].parameter.value()), where;
+      for (std::size_t s = 0; s < slots.size() && bad.empty(); ++s)
+        if (!(bad = non_finite(optimizer->slot(s, i))).empty()) where = "(optimizer " + slots[s] + ") ";
+      if (!bad.empty()) throw Error("not saving " + dir.string() + ": parameter '" + params[i].name + "' " + where + "holds " + bad);
+    }
     write_directory_atomically(dir, {std::string(program), "checkpoint"}, [&](DirectoryWriter& out) {
       for (const NamedParameter& p : params) out.write(p.name + ".npy", npy_bytes(p.parameter.value()));
       for (std::size_t s = 0; s < slots.size(); ++s)
@@ -98,16 +106,13 @@ void save_checkpoint(const fs::path& dir, std::string_view program, const Module
           out.write(slot_file(slots[s], params[i].name), npy_bytes(optimizer->slot(s, i)));
       out.write("config.json", text);
     });
-  } catch (const Error& e) {
-    throw Error(with_prefix(e));
-  }
+  });
 }
 
 JsonField CheckpointInfo::train() const {
   static const json empty = json::object();
   const std::string file = (dir / "config.json").string();
-  if (!document || !document->contains("train")) return JsonField(empty, file, "train");
-  return JsonField(document->at("train"), file, "train");
+  return JsonField(document && document->contains("train") ? document->at("train") : empty, file, "train");
 }
 
 namespace {
@@ -117,7 +122,7 @@ CheckpointInfo read_info(const fs::path& dir) {
   info.dir = dir;
   auto files = std::make_shared<const VerifiedDirectory>(dir, "checkpoint");
   const std::string file = (dir / "config.json").string();
-  auto document = std::make_shared<const json>(parse_json(files->read("config.json", config_limit), file));
+  auto document = std::make_shared<const json>(parse_json(files->read("config.json", std::size_t{64} << 20), file));
   const JsonField root(*document, file);
   if (!root.is_object()) root.fail("is not a JSON object");
   if (root.at("format").as_string() != format_name) root.at("format").fail("is not \"" + std::string(format_name) + "\"");
@@ -163,7 +168,7 @@ CheckpointInfo read_info(const fs::path& dir) {
   return info;
 }
 
-// A .npy of the checkpoint, verified against the manifest, of the expected shape, finite.
+// A .npy of the checkpoint, listed in the manifest, of the expected shape, finite.
 Array read_array(const VerifiedDirectory& files, const std::string& name, const std::string& what, const Shape& expected) {
   const std::string path = (files.dir() / name).string();
   std::size_t bytes = sizeof(double);
@@ -172,13 +177,12 @@ Array read_array(const VerifiedDirectory& files, const std::string& name, const 
   try {
     value = parse_npy_f8(files.read(name, bytes + 65536), path);
   } catch (const Error& e) {
-    throw Error("checkpoint: " + what + ": " + e.what());
+    throw Error(what + ": " + e.what());
   }
   if (shape_of(value) != expected)
-    throw Error("checkpoint: " + what + " in " + path + " has shape " + shape_str(shape_of(value)) +
-                ", the model expects " + shape_str(expected));
+    throw Error(what + " in " + path + " has shape " + shape_str(shape_of(value)) + ", the model expects " + shape_str(expected));
   if (const std::string bad = non_finite(value); !bad.empty())
-    throw Error("checkpoint: " + what + " in " + path + " holds " + bad + " of " + std::to_string(value.size()) +
+    throw Error(what + " in " + path + " holds " + bad + " of " + std::to_string(value.size()) +
                 "; a checkpoint holds finite numbers only");
   return value;
 }
@@ -190,68 +194,65 @@ std::string listed(std::vector<std::pair<std::string, double>> h) {
   return s;
 }
 
-void check_optimizer(const CheckpointInfo& info, const Optimizer& optimizer, const std::string& config_file) {
-  if (info.optimizer.empty()) throw Error("checkpoint: " + config_file + " has no optimizer state to resume from");
-  if (info.optimizer != optimizer.name())
-    throw Error("checkpoint: " + config_file + " holds the state of optimizer '" + info.optimizer + "', not of '" +
-                optimizer.name() + "'");
-  if (info.optimizer_slots != optimizer.slot_names())
-    throw Error("checkpoint: " + config_file + " holds other optimizer slots than " + optimizer.name() + " has");
-  if (listed(optimizer.hyperparameters()) != listed(info.optimizer_hyperparameters))
-    throw Error("checkpoint: " + config_file + " was saved by " + info.optimizer + " with " +
-                listed(info.optimizer_hyperparameters) + "; this optimizer has " + listed(optimizer.hyperparameters()));
-}
-
-}  // namespace
-
-CheckpointInfo read_checkpoint_info(const fs::path& dir) {
-  try {
-    return read_info(dir);
-  } catch (const Error& e) {
-    throw Error(with_prefix(e));
-  }
-}
-
-void load_checkpoint(const CheckpointInfo& info, Module& model, const ModelConfig& config, Optimizer* optimizer) {
-  if (!info.files || !info.document) throw Error("checkpoint: load_checkpoint needs the info read_checkpoint_info returns");
-  const std::string config_file = (info.dir / "config.json").string();
+// Every check before anything is read into the model: the architecture, each parameter's name and
+// shape, the optimizer's kind, slots and hyperparameters.
+void check_fits(const CheckpointInfo& info, const std::vector<NamedParameter>& params, const ModelConfig& config,
+                const Optimizer* optimizer) {
+  const std::string file = (info.dir / "config.json").string();
   if (const std::string d = architecture_difference(info.config, config); !d.empty())
-    throw Error("checkpoint: " + config_file + " describes another model: " + d + " (checkpoint, model)");
-
-  // Every name and shape first, then every file; the model changes only once all is good.
-  std::vector<NamedParameter> params = model.named_parameters();
+    throw Error(file + " describes another model: " + d + " (checkpoint, model)");
   const std::map<std::string, Shape> saved(info.parameters.begin(), info.parameters.end());
   std::set<std::string> names;
   for (const NamedParameter& p : params) {
     names.insert(p.name);
     const auto it = saved.find(p.name);
     if (it == saved.end())
-      throw Error("checkpoint: parameter '" + p.name + "' is missing: " + config_file + " lists no such parameter (no file " +
+      throw Error("parameter '" + p.name + "' is missing: " + file + " lists no such parameter (no file " +
                   (info.dir / (p.name + ".npy")).string() + ")");
     if (it->second != p.parameter.shape())
-      throw Error("checkpoint: parameter '" + p.name + "' in " + config_file + " has shape " + shape_str(it->second) +
+      throw Error("parameter '" + p.name + "' in " + file + " has shape " + shape_str(it->second) +
                   ", the model expects " + shape_str(p.parameter.shape()));
   }
   for (const auto& [name, shape] : info.parameters)
     if (!names.count(name))
-      throw Error("checkpoint: " + (info.dir / (name + ".npy")).string() + " holds a parameter '" + name +
-                  "' that the model does not have");
-  if (optimizer) check_optimizer(info, *optimizer, config_file);
+      throw Error((info.dir / (name + ".npy")).string() + " holds a parameter '" + name + "' that the model does not have");
+  if (!optimizer) return;
+  if (info.optimizer.empty()) throw Error(file + " has no optimizer state to resume from");
+  if (info.optimizer != optimizer->name())
+    throw Error(file + " holds the state of optimizer '" + info.optimizer + "', not of '" + optimizer->name() + "'");
+  if (info.optimizer_slots != optimizer->slot_names())
+    throw Error(file + " holds other optimizer slots than " + optimizer->name() + " has");
+  if (listed(optimizer->hyperparameters()) != listed(info.optimizer_hyperparameters))
+    throw Error(file + " was saved by " + info.optimizer + " with " + listed(info.optimizer_hyperparameters) +
+                "; this optimizer has " + listed(optimizer->hyperparameters()));
+}
 
-  std::vector<Array> values;
-  for (const NamedParameter& p : params)
-    values.push_back(read_array(*info.files, p.name + ".npy", "parameter '" + p.name + "'", p.parameter.shape()));
-  std::vector<std::vector<Array>> slots;
-  for (const std::string& slot : optimizer ? optimizer->slot_names() : std::vector<std::string>{}) {
-    slots.emplace_back();
+}  // namespace
+
+CheckpointInfo read_checkpoint_info(const fs::path& dir) {
+  return prefixed([&] { return read_info(dir); });
+}
+
+void load_checkpoint(const CheckpointInfo& info, Module& model, const ModelConfig& config, Optimizer* optimizer) {
+  if (!info.files || !info.document) throw Error("checkpoint: load_checkpoint needs the info read_checkpoint_info returns");
+  std::vector<NamedParameter> params = model.named_parameters();
+  prefixed([&] {
+    check_fits(info, params, config, optimizer);
+    // Every file is read before the model changes: a refusal leaves it as it was.
+    const std::vector<std::string> slots = optimizer ? optimizer->slot_names() : std::vector<std::string>{};
+    std::vector<Array> values;  // the parameters', then each slot's
     for (const NamedParameter& p : params)
-      slots.back().push_back(read_array(*info.files, slot_file(slot, p.name),
-                                        "parameter '" + p.name + "' (optimizer " + slot + ")", p.parameter.shape()));
-  }
-  for (std::size_t i = 0; i < params.size(); ++i) params[i].parameter.value() = values[i];
-  for (std::size_t s = 0; s < slots.size(); ++s)
-    for (std::size_t i = 0; i < params.size(); ++i) optimizer->slot(s, i) = slots[s][i];
-  if (optimizer) optimizer->set_steps(info.optimizer_steps);
+      values.push_back(read_array(*info.files, p.name + ".npy", "parameter '" + p.name + "'", p.parameter.shape()));
+    for (const std::string& slot : slots)
+      for (const NamedParameter& p : params)
+        values.push_back(read_array(*info.files, slot_file(slot, p.name), "parameter '" + p.name + "' (optimizer " + slot + ")",
+                                    p.parameter.shape()));
+    const std::size_t n = params.size();
+    for (std::size_t i = 0; i < n; ++i) params[i].parameter.value() = values[i];
+    for (std::size_t s = 0; s < slots.size(); ++s)
+      for (std::size_t i = 0; i < n; ++i) optimizer->slot(s, i) = values[(s + 1) * n + i];
+    if (optimizer) optimizer->set_steps(info.optimizer_steps);
+  });
 }
 
 CheckpointInfo load_checkpoint(const fs::path& dir, Module& model, const ModelConfig& config, Optimizer* optimizer) {

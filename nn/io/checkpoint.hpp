@@ -1,12 +1,12 @@
 // Checkpoints: a directory written as a whole (nn/io/directory_write.hpp) holding
-//   DIR/gradscope-output.json    the manifest: the program, kind "checkpoint", every file's SHA-256
+//   DIR/gradscope-output.json    the manifest: the program, kind "checkpoint", every file's name
 //   DIR/config.json              "format": "gradscope checkpoint", "format_version": 2, the model config
 //                                (nn/io/config_json.hpp), the step, the optimizer's name, steps, slots
 //                                and hyperparameters, the caller's "train" object, every parameter's shape
 //   DIR/NAME.npy                 one float64 .npy per parameter (DIR/blocks.0.attn.q.weight.npy)
 //   DIR/optimizer/SLOT/NAME.npy  the optimizer's state, if saved (SLOT: momentum, m, v)
 // .npy keeps doubles bit for bit and JSON numbers read back to the same double: loading is exact.
-// Loading checks everything (the files are exactly the listed ones with their SHA-256, the architecture,
+// Loading checks everything (the files are exactly the listed ones, the architecture,
 // each parameter's name, shape and finiteness, the optimizer's kind, slots and hyperparameters) before
 // it changes anything; a refusal is one gs::Error naming the file and the parameter.
 #pragma once

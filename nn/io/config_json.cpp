@@ -45,35 +45,25 @@ ModelConfig model_config_from_json(const JsonField& json) {
     if (!std::isfinite(c.dyt_alpha)) alpha.fail("must be a finite number");
   }
   const JsonField placement = json.at("placement");
+  const std::string norm = json.at("norm").as_string(), residual = json.at("residual").as_string();
   try {
-    if (json.has("norm") || json.has("residual")) {  // the three axes
-      c.placement = parse_placement(placement.as_string());
-      c.norm = json.has("norm") ? parse_norm(json.at("norm").as_string()) : Norm::layer;
-      c.residual = json.has("residual") ? parse_residual(json.at("residual").as_string()) : Residual::none;
-      const std::string why = refusal(c);
-      if (!why.empty()) throw Error("'" + placement_name(c) + "' is refused: " + why);
-    } else {  // a file from before the axes: "placement" is a preset ("deepnorm", "rezero", ...)
-      apply_placement(c, placement.as_string());
-    }
+    c.placement = parse_placement(placement.as_string());
+    c.norm = parse_norm(norm);
+    c.residual = parse_residual(residual);
+    if (const std::string why = refusal(c); !why.empty()) throw Error("'" + placement_name(c) + "' is refused: " + why);
   } catch (const Error& e) {
     placement.fail(std::string("is not a placement: ") + e.what());
   }
-  if (json.has("init")) {
-    const JsonField init = json.at("init");
+  auto named = [&](const std::string& key, auto parse, const char* valid, auto& out) {  // an optional name
+    if (!json.has(key)) return;
     try {
-      c.init = parse_init(init.as_string());
+      out = parse(json.at(key).as_string());
     } catch (const Error&) {
-      init.fail("is not an initialisation (valid: xavier, gpt2)");
+      json.at(key).fail(valid);
     }
-  }
-  if (json.has("qk_norm")) {
-    const JsonField qk = json.at("qk_norm");
-    try {
-      c.qk_norm = parse_qk_norm(qk.as_string());
-    } catch (const Error&) {
-      qk.fail("is not a qk-norm (valid: none, layer, rms)");
-    }
-  }
+  };
+  named("init", parse_init, "is not an initialisation (valid: xavier, gpt2)", c.init);
+  named("qk_norm", parse_qk_norm, "is not a qk-norm (valid: none, layer, rms)", c.qk_norm);
   if (json.has("seed")) c.seed = json.at("seed").as_unsigned();
   return c;
 }

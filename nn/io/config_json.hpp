@@ -2,8 +2,7 @@
 //   "vocab": 64, "context": 32, "d_model": 64, "heads": 4, "layers": 2, "d_ff": 256,
 //   "placement": "pre", "norm": "layer", "residual": "none", "init": "xavier", "seed": 0
 // and, where they apply, "mixln_post": K (placement mixln) and "dyt_alpha": 0.5 (norm dyt).
-// d_ff is written as the actual width (ModelConfig::ff()), never as 0. A file without "norm" and
-// "residual" (written before the three axes) reads "placement" as a preset: "deepnorm", "rezero", ...
+// d_ff is written as the actual width (ModelConfig::ff()), never as 0.
 #pragma once
 
 #include <string>
@@ -20,7 +19,7 @@ class JsonField;
 nlohmann::ordered_json model_config_json(const ModelConfig& config);
 
 // Reads them back from a parsed config.json: each count an integer from 1 to 2^31, the seed one from 0
-// to 2^32 - 1, placement and init known names ("init" and "seed" may be absent: xavier, 0). Throws
+// to 2^32 - 1, placement, norm, residual and init known names ("init" and "seed" may be absent: xavier, 0). Throws
 // gs::Error naming the file and the member.
 ModelConfig model_config_from_json(const JsonField& json);
 

@@ -1,8 +1,8 @@
 #include "nn/io/json.hpp"
 
 #include <climits>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "engine/error.hpp"
 #include "nn/io/atomic_file.hpp"
@@ -13,79 +13,43 @@ using nlohmann::json;
 
 namespace {
 
-// A path segment as error messages print it: bare if it is a plain name, else as a quoted key.
-std::string segment(const std::string& key) {
-  const bool plain = !key.empty() && key.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                           "0123456789_-") == std::string::npos;
-  if (plain) return key;
-  std::string quoted = "[";  // appended piece by piece: g++ 12 warns falsely (-Wrestrict) on "[" + s + "]"
-  quoted += json(key).dump(-1, ' ', false, json::error_handler_t::replace);
-  quoted += ']';
-  return quoted;
-}
-
-std::string join(const std::string& path, const std::string& key) {
-  const std::string s = segment(key);
-  return path.empty() || s.front() == '[' ? path + s : path + "." + s;
-}
-
 // A value as error messages quote it: JSON text (escaped, so one line), cut at 40 characters.
 std::string shown(const json& value) {
   std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  return text;
+  return text.size() > 40 ? text.substr(0, 37) + "..." : text;
 }
 
-// nlohmann's messages start with "[json.exception.parse_error.101] "; the rest is what a user needs.
-std::string without_prefix(const std::string& what) {
-  const std::size_t end = what.find("] ");
-  return what.rfind("[json.exception.", 0) == 0 && end != std::string::npos ? what.substr(end + 2) : what;
+// A member's path as messages print it: train.lr, or p["x.w"] for a key that is not a plain name.
+std::string join(const std::string& path, const std::string& key) {
+  const bool plain = !key.empty() && key.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                           "0123456789_-") == std::string::npos;
+  if (!plain) return path + "[" + shown(key) + "]";
+  return path.empty() ? key : path + "." + key;
 }
-
-// What the callback tracks of each open container: its path (for messages), and an object's keys so
-// far or an array's element count.
-struct Open {
-  std::string path;
-  bool array;
-  std::size_t count = 0;
-  std::set<std::string> keys;
-  std::string key;  // an object's current key
-};
 
 }  // namespace
 
 json parse_json(std::string_view text, const std::string& file) {
-  std::vector<Open> open;
-  auto refuse = [&](const std::string& what) -> bool { throw Error(file + ": invalid JSON: " + what); };
-  auto next_path = [&] {  // the path of the value that comes next
-    if (open.empty()) return std::string();
-    Open& top = open.back();
-    return top.array ? top.path + "[" + std::to_string(top.count++) + "]" : join(top.path, top.key);
-  };
-  const json::parser_callback_t check = [&](int, json::parse_event_t event, json& parsed) {
+  std::vector<std::set<std::string>> keys;  // of each open container (an array's stays empty)
+  const json::parser_callback_t check = [&](int depth, json::parse_event_t event, json& parsed) {
     using E = json::parse_event_t;
     if (event == E::object_start || event == E::array_start) {
-      const std::string path = next_path();
-      if (open.size() == json_max_depth)
-        refuse("nesting deeper than " + std::to_string(json_max_depth) + " levels" +
-               (path.empty() ? "" : " at " + (path.size() > 60 ? path.substr(0, 57) + "..." : path)));
-      open.push_back(Open{path, event == E::array_start, 0, {}, {}});
+      // depth: the containers open around this one
+      if (depth >= static_cast<int>(json_max_depth))
+        throw Error(file + ": invalid JSON: nesting deeper than " + std::to_string(json_max_depth) + " levels");
+      keys.emplace_back();
     } else if (event == E::object_end || event == E::array_end) {
-      open.pop_back();
-    } else if (event == E::key) {
-      Open& top = open.back();
-      top.key = parsed.get<std::string>();
-      if (!top.keys.insert(top.key).second)
-        refuse("duplicate key " + shown(parsed) + (top.path.empty() ? " at the top level" : " in " + top.path));
-    } else if (!open.empty() && open.back().array) {
-      ++open.back().count;  // a value in an array
+      keys.pop_back();
+    } else if (event == E::key && !keys.back().insert(parsed.get<std::string>()).second) {
+      throw Error(file + ": invalid JSON: duplicate key " + shown(parsed) + (depth == 1 ? " at the top level" : ""));
     }
     return true;
   };
   try {
     return json::parse(text.begin(), text.end(), check);
-  } catch (const json::exception& e) {
-    throw Error(file + ": invalid JSON: " + without_prefix(e.what()));
+  } catch (const json::exception& e) {  // "[json.exception.parse_error.101] " before what a user needs
+    const std::string what = e.what();
+    throw Error(file + ": invalid JSON: " + what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2));
   }
 }
 
@@ -103,14 +67,12 @@ void JsonField::fail(const std::string& what) const {
 }
 
 bool JsonField::is_object() const { return value_->is_object(); }
-
 bool JsonField::has(const std::string& key) const { return value_->is_object() && value_->contains(key); }
 
 JsonField JsonField::at(const std::string& key) const {
   if (!value_->is_object()) fail("is " + shown(*value_) + ", expected an object with a member " + shown(key));
-  const auto it = value_->find(key);
-  if (it == value_->end()) throw Error(file_ + ": no member " + join(path_, key));
-  return JsonField(*it, file_, join(path_, key));
+  if (!value_->contains(key)) throw Error(file_ + ": no member " + join(path_, key));
+  return JsonField(value_->at(key), file_, join(path_, key));
 }
 
 JsonField JsonField::at(std::size_t index) const {
@@ -121,7 +83,7 @@ JsonField JsonField::at(std::size_t index) const {
 }
 
 std::size_t JsonField::size() const {
-  if (!value_->is_array() && !value_->is_object()) fail("is " + shown(*value_) + ", expected an array or object");
+  if (!value_->is_structured()) fail("is " + shown(*value_) + ", expected an array or object");
   return value_->size();
 }
 

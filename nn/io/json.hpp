@@ -1,9 +1,8 @@
 // JSON for gradscope's files, read and written with nlohmann-json (only .cpp files include its full
-// header). parse_json is nlohmann's parser with a callback that adds what it lets through: a key given
-// twice in one object, and nesting deeper than json_max_depth (2,000,000 '[' stop at the 65th). Every
-// refusal is one gs::Error naming the file, and the line (nlohmann's message) or the member's path.
-// JsonField reads members with checked conversions: "layers": 1e30, -1, 2.5 or "5" for a count is an
-// error naming the file and the member, e.g.
+// header). parse_json is nlohmann's parser with a callback that refuses what it lets through: a key
+// given twice in one object, and nesting deeper than json_max_depth (2,000,000 '[' stop at the 65th).
+// JsonField reads members with checked conversions. Every refusal is one gs::Error naming the file and
+// the line (nlohmann's message), the key or the member's path: "layers": 1e30, -1, 2.5 or "5" for a count is
 //   ck/config.json: layers is 1e+30, expected an integer from 0 to 18446744073709551615
 #pragma once
 

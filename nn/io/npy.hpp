@@ -3,12 +3,11 @@
 // HEADER_LEN, the header dict {'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), } padded with
 // spaces and '\n' to a multiple of 64 bytes, then product(shape) raw elements.
 //
-// Writing is xtensor's (xt::dump_npy). Reading is this file's own: xtensor's xt::load_npy does not check
-// what it reads (it does not notice a truncated file, reads a dimension that is not a number into an
-// uninitialised variable, and allocates whatever a corrupt shape asks for). Refused, naming the file: a
-// bad magic or version, a header that is not that dict (each key once, nothing else), another dtype,
-// Fortran order, more than 64 dimensions, an element count that overflows, and data that is not exactly
-// product(shape) elements long.
+// Writing is xtensor's (xt::dump_npy). Reading checks what xtensor's xt::load_npy does not (a truncated
+// file, a dimension that is not a number, a shape that asks for any amount of memory): refused, naming
+// the file, are a bad magic or version, a header that is not that dict (one regex, numpy's spacing
+// tolerated), another dtype, Fortran order, more than 64 dimensions, an element count that overflows,
+// and data that is not exactly product(shape) elements long.
 #pragma once
 
 #include <filesystem>

@@ -1,12 +1,8 @@
 #include "nn/io/ownership.hpp"
 
-#include <signal.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -17,40 +13,6 @@
 namespace gs::nn {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-constexpr std::size_t manifest_limit = std::size_t{64} << 20;  // 64 MiB: a manifest lists file names
-constexpr std::size_t signature_window = 4096;                 // where a file's marker must be
-
-bool carries_signature(const fs::path& file, std::string_view program) {
-  try {
-    return read_file_head(file, signature_window).find(output_signature(program)) != std::string::npos;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
-bool has_manifest_of(const fs::path& dir, const OutputTag& tag) {
-  try {
-    const Manifest m = read_manifest(dir);
-    return m.tag.program == tag.program && (tag.kind.empty() || m.tag.kind == tag.kind);
-  } catch (const Error&) {
-    return false;
-  }
-}
-
-// The pid of "<base>.tmp-<pid>" or "<base>.tmp-<pid>.<suffix>"; 0 if `name` is not such a name.
-long leftover_pid(const std::string& name, const std::string& base) {
-  const std::string mark = base + ".tmp-";
-  if (name.compare(0, mark.size(), mark) != 0) return 0;
-  std::size_t end = mark.size();
-  while (end < name.size() && end - mark.size() < 9 && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
-  if (end == mark.size() || (end < name.size() && name[end] != '.')) return 0;
-  return std::stol(name.substr(mark.size(), end - mark.size()));
-}
-
-}  // namespace
 
 bool valid_relative(const std::string& name) {
   if (name.empty() || name.front() == '/' || name.back() == '/' || name.find("//") != std::string::npos) return false;
@@ -80,7 +42,7 @@ std::string manifest_text(const OutputTag& tag, const std::vector<std::pair<std:
 
 Manifest read_manifest(const fs::path& dir) {
   const fs::path file = dir / manifest_name;
-  const nlohmann::json doc = read_json_file(file, manifest_limit);
+  const nlohmann::json doc = read_json_file(file, std::size_t{64} << 20);  // 64 MiB: it lists file names
   const JsonField root(doc, file.string());
   if (root.at("written_by").as_string() != "gradscope") root.at("written_by").fail("is not \"gradscope\"");
   Manifest m;
@@ -90,7 +52,7 @@ Manifest read_manifest(const fs::path& dir) {
   const JsonField files = root.at("files");
   for (const std::string& name : files.keys()) {
     const std::string& sha = files.at(name).as_string();
-    if (!valid_relative(name)) files.at(name).fail("is not a file name inside the directory");
+    if (!valid_relative(name) || name == manifest_name) files.at(name).fail("is not a file name inside the directory");
     if (sha.size() != 64 || sha.find_first_not_of("0123456789abcdef") != std::string::npos)
       files.at(name).fail("is not a SHA-256 (64 hex digits)");
     m.files[name] = sha;
@@ -131,25 +93,6 @@ std::string first_unlisted_file(const fs::path& dir, const Manifest& m) {
   return ec ? "(an entry that cannot be read: " + ec.message() + ")" : "";
 }
 
-void remove_stale_leftovers(const fs::path& target, const OutputTag& tag) {
-  fs::path t = target.lexically_normal();
-  if (!t.has_filename()) t = t.parent_path();  // "out/" -> "out"
-  const std::string base = t.filename().string();
-  if (base.empty() || base == "." || base == "..") return;
-  std::error_code ec;
-  std::vector<fs::path> found;
-  for (fs::directory_iterator it(t.has_parent_path() ? t.parent_path() : ".", ec), end; !ec && it != end; it.increment(ec)) {
-    const long pid = leftover_pid(it->path().filename().string(), base);
-    if (pid > 0 && pid <= INT_MAX && pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
-      found.push_back(it->path());
-  }
-  for (const fs::path& path : found) {
-    const fs::file_status st = fs::symlink_status(path, ec);
-    if (fs::is_directory(st) ? has_manifest_of(path, tag) : fs::is_regular_file(st) && carries_signature(path, tag.program))
-      fs::remove_all(path, ec);
-  }
-}
-
 void check_not_inside_whole_output(const fs::path& target, std::string_view flag) {
   std::error_code ec;
   const fs::path p = fs::absolute(target, ec).lexically_normal();
@@ -185,14 +128,18 @@ void check_creatable(const fs::path& path, std::string_view flag) {
 
 void check_output_file(const fs::path& file, std::string_view flag, std::string_view program, bool overwrite) {
   check_not_inside_whole_output(file, flag);
-  remove_stale_leftovers(file, {std::string(program), ""});
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(file, ec);
   if (fs::exists(st)) {
     if (fs::is_symlink(st)) fail(flag, file, "is a symbolic link; name the file itself");
     if (fs::is_directory(st)) fail(flag, file, "is a directory");
     if (!fs::is_regular_file(st)) fail(flag, file, "is not a regular file (a FIFO, a device or a socket)");
-    if (!overwrite && !carries_signature(file, program))
+    std::string head;
+    try {
+      head = read_file_head(file, 4096);  // where the marker must be
+    } catch (const Error&) {  // unreadable: not provably ours
+    }
+    if (!overwrite && head.find(output_signature(program)) == std::string::npos)
       fail(flag, file, "exists and was not written by gradscope " + std::string(program) + " (its first 4 KiB lack \"" +
                            output_signature(program) + "\"); not overwriting it: remove it, choose another name, "
                            "or give --overwrite");

@@ -9,9 +9,8 @@
 //     A PNG cannot carry the marker: an existing one is replaced only with --overwrite.
 //   - Nothing is written into a directory written as a whole, nor through a symbolic link, a FIFO or
 //     a device; every refusal is one line naming the flag and the path, before any work.
-//   - "<target>.tmp-<pid>" beside a target is where a write of it happens; a leftover of a killed run
-//     is removed by the next run of the same output only when its process is gone and it is ours (a
-//     directory by its manifest, a file by its marker).
+//   - "<target>.tmp-<pid>" beside a target is where a write of it happens. A run killed mid-write
+//     leaves it behind; the user removes it (the next run writes under its own pid).
 #pragma once
 
 #include <filesystem>
@@ -32,7 +31,7 @@ inline constexpr const char* manifest_name = "gradscope-output.json";
 
 struct Manifest {
   OutputTag tag;
-  bool lists_files = false;                  // a directory written as a whole
+  bool lists_files = false;     // a directory written as a whole
   std::map<std::string, std::string> files;  // relative '/'-separated path -> SHA-256 (hex)
 };
 
@@ -54,8 +53,6 @@ void check_output_file(const std::filesystem::path& file, std::string_view flag,
 std::string why_not_replaceable(const std::filesystem::path& dir, const OutputTag& tag);
 // The first entry under `dir` that is neither the manifest nor listed in `m` (nor on the way to one).
 std::string first_unlisted_file(const std::filesystem::path& dir, const Manifest& m);
-// Removes the leftovers of killed writes of `target` (the rule above).
-void remove_stale_leftovers(const std::filesystem::path& target, const OutputTag& tag);
 // Refuses a target inside a directory written as a whole (a file added would make it unreadable).
 void check_not_inside_whole_output(const std::filesystem::path& target, std::string_view flag);
 // Refuses a path that could not be created (tried by creating and removing "<path>.tmp-<pid>").
