@@ -4,26 +4,16 @@
 #include <vector>
 
 #include "check.hpp"
+#include "tiny_run.hpp"
 #include "engine/engine.hpp"
 #include "experiments/lib/training.hpp"
 
 using namespace gs;
 using namespace gs::experiments;
+using gs::test::tiny_config;
+using gs::test::tiny_corpus;
 
 namespace {
-
-nn::ModelConfig tiny_post() {
-  nn::ModelConfig c{.vocab = 8, .context = 8, .d_model = 8, .heads = 2, .layers = 2, .seed = 3};
-  nn::apply_placement(c, "post");
-  return c;
-}
-
-nn::Corpus tiny_corpus() {
-  nn::CorpusOptions o;
-  o.train_tokens = 4096;
-  o.validation_tokens = 512;
-  return nn::build_corpus(o, 8, 3, 8);  // vocab 8, seed 3, seq 8
-}
 
 std::vector<Array> values(nn::TransformerLM& model) {
   std::vector<Array> out;
@@ -34,7 +24,7 @@ std::vector<Array> values(nn::TransformerLM& model) {
 }  // namespace
 
 TEST_CASE("OptimizerSetup's defaults are the Adam(0.9, 0.98, eps 1e-8) warmup and dynamics always used", "[training][optimizer]") {
-  nn::TransformerLM model(tiny_post());
+  nn::TransformerLM model(tiny_config("post"));
   const auto optimizer = OptimizerSetup{}.make(model);
   REQUIRE(optimizer->name() == "adam");
   const std::vector<std::pair<std::string, double>> expected = {{"beta1", 0.9}, {"beta2", 0.98}, {"eps", 1e-8}, {"weight_decay", 0.0}};
@@ -47,7 +37,7 @@ TEST_CASE("OptimizerSetup passes the optimizer, betas, eps and interventions on"
   s.optimizer = "radam";
   s.beta1 = 0.8, s.beta2 = 0.999, s.eps = 1e-6;
   s.intervene = {"detach-skip", "freeze-ln"};
-  nn::TransformerLM model(tiny_post());
+  nn::TransformerLM model(tiny_config("post"));
   const auto optimizer = s.make(model);
   REQUIRE(optimizer->name() == "radam");
   const std::vector<std::pair<std::string, double>> expected = {{"beta1", 0.8}, {"beta2", 0.999}, {"eps", 1e-6}, {"weight_decay", 0.0}};
@@ -66,7 +56,7 @@ TEST_CASE("hold (--hold N): N steps move no weight but do move Adam's moments; t
   const nn::Corpus corpus = tiny_corpus();
   OptimizerSetup s;
   s.hold = 3;
-  nn::TransformerLM model(tiny_post());
+  nn::TransformerLM model(tiny_config("post"));
   const auto optimizer = s.make(model);
   const nn::Schedule schedule = s.with_hold({nn::ScheduleKind::cosine, 1e-2, 2, 10, 0.1});
   REQUIRE(schedule.hold == 3);

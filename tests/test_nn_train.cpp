@@ -7,49 +7,14 @@
 #include <vector>
 
 #include "check.hpp"
+#include "tiny_run.hpp"
 #include "engine/engine.hpp"
 #include "nn/data/corpus.hpp"
 #include "nn/io/checkpoint.hpp"
 #include "nn/train.hpp"
 
 using namespace gs;
-
-namespace {
-
-nn::ModelConfig tiny_config(const std::string& placement) {
-  nn::ModelConfig c{.vocab = 8, .context = 8, .d_model = 8, .heads = 2, .layers = 2, .seed = 3};
-  nn::apply_placement(c, placement);
-  return c;
-}
-
-nn::Corpus tiny_corpus() {
-  nn::CorpusOptions o;
-  o.train_tokens = 4096;
-  o.validation_tokens = 512;
-  return nn::build_corpus(o, 8, 3, 8);  // vocab 8, seed 3, seq 8
-}
-
-nn::StepSetup tiny_setup(const nn::Corpus& corpus) {
-  return nn::StepSetup{&corpus.data, 4, 8, 3, nn::Schedule{nn::ScheduleKind::warmup, 1e-2, 2, 6, 0.1}, 0.0, {}};
-}
-
-nn::AdamOptions adam_options() { return nn::AdamOptions{0.9, 0.98, 1e-8, 0.0, false}; }
-
-// The losses of steps [from, to) of a run continuing with `model` and `adam`.
-std::vector<double> losses(nn::TransformerLM& model, nn::Adam& adam, const nn::StepSetup& setup, std::size_t from,
-                           std::size_t to) {
-  std::vector<double> out;
-  for (std::size_t step = from; step < to; ++step) out.push_back(nn::train_step(model, adam, setup, step).loss);
-  return out;
-}
-
-std::vector<double> fresh_run(const nn::Corpus& corpus, const std::string& placement, std::size_t steps) {
-  nn::TransformerLM model(tiny_config(placement));
-  nn::Adam adam(model.named_parameters(), adam_options());
-  return losses(model, adam, tiny_setup(corpus), 0, steps);
-}
-
-}  // namespace
+using namespace gs::test;
 
 TEST_CASE("unigram_entropy is the entropy of the token frequencies", "[train]") {
   REQUIRE(nn::unigram_entropy({0, 0, 1, 1}, 4) == Approx(std::log(2.0)));
