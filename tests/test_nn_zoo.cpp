@@ -138,7 +138,7 @@ TEST_CASE("bad placement specs are one-line errors naming the spec and the valid
   REQUIRE(refused_count == 76);
 }
 
-TEST_CASE("config.json carries the three axes and reads old files' presets", "[nn][zoo][config]") {
+TEST_CASE("config.json carries the three axes, and a file without them is refused", "[nn][zoo][config]") {
   for (const std::string& member : test::zoo()) {
     INFO(member);
     ModelConfig c = test::tiny_config(member);
