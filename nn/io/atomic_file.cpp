@@ -79,10 +79,15 @@ void write_file_atomically(const fs::path& path, std::string_view contents) {
     ::unlink(tmp.c_str());
     throw Error("cannot write " + path.string() + " (through " + tmp.filename().string() + "): " + why);
   }
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  const bool synced = dir_fd >= 0 && ::fsync(dir_fd) == 0;
-  if (dir_fd >= 0) ::close(dir_fd);
-  if (!synced) throw Error("cannot sync directory " + dir.string() + ": " + std::strerror(errno));
+  fsync_directory(dir);  // the rename
+}
+
+void fsync_directory(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const bool synced = fd >= 0 && ::fsync(fd) == 0;
+  const int err = errno;
+  if (fd >= 0) ::close(fd);
+  if (!synced) throw Error("cannot sync directory " + dir.string() + ": " + std::strerror(err));
 }
 
 }  // namespace gs::nn

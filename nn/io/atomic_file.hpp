@@ -18,5 +18,7 @@ std::string read_file(const std::filesystem::path& path, std::size_t max_bytes =
 std::string read_file_head(const std::filesystem::path& path, std::size_t max_bytes);  // at most the first max_bytes
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
 std::filesystem::path temporary_name(const std::filesystem::path& path);  // "<path>.tmp-<pid>"
+// Flushes a directory's entries (a rename into it) to the disk; gs::Error naming it if that fails.
+void fsync_directory(const std::filesystem::path& dir);
 
 }  // namespace gs::nn

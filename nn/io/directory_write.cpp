@@ -56,7 +56,7 @@ void swap_into_place(const fs::path& tmp, const fs::path& target, const fs::path
     fs::remove_all(tmp, ec);
     throw Error("cannot put " + tmp.string() + " in place of " + target.string() + ": " + why);
   }
-  sync_tree(parent);  // the rename
+  fsync_directory(parent);  // the rename
   if (!existed) return;
   pause_point("directory.cleaning");
   if (fs::remove_all(previous, ec); ec)
