@@ -1,7 +1,8 @@
-// The explorer page in a real browser: trains two tiny runs (post and pre, a few steps), writes their
-// page, opens it in headless Chromium at page.html#selfcheck and reads the DOM Chromium dumps. The
-// page's self-check (explorer/assets/selfcheck.js) selects a node, scrubs to
-// another step, folds a block and switches runs, comparing what the page shows with its data.
+// The explorer page in a real browser: trains tiny runs (post and pre, a few steps; once with
+// LayerNorm, once with RMSNorm), writes their page, opens it in headless Chromium at
+// page.html#selfcheck and reads the DOM Chromium dumps. The page's self-check
+// (explorer/assets/selfcheck.js) selects a node, scrubs to another step, folds a block, switches runs
+// and follows the tour, comparing what the page shows with its data.
 // Fails on any FAIL line, on any JavaScript error the page caught, or when the check did not finish.
 // Exit 77 (ctest: skipped) only where Chromium is missing or cannot start.
 //
@@ -54,6 +55,37 @@ std::string element_text(const std::string& dom, const std::string& id) {
   return end == std::string::npos ? "" : dom.substr(start + 1, end - start - 1);
 }
 
+// Writes the page of `o`'s runs into dir/NAME.html and runs its self-check in Chromium: 0 passed,
+// 1 failed, 77 Chromium could not start.
+int check_page(const std::string& browser, const fs::path& dir, const std::string& name,
+               const gs::explorer::DemoOptions& o) {
+  const fs::path page_file = fs::absolute(dir / (name + ".html"));
+  const auto start = Clock::now();
+  gs::explorer::write_explorer_page(page_file, gs::explorer::demo_page(o));
+  const auto written = Clock::now();
+  const int status = dump_dom(browser, "file://" + page_file.string() + "#selfcheck", dir / "profile",
+                              dir / (name + ".dom.html"), dir / "chromium.log");
+  const auto opened = Clock::now();
+  const std::string dom = gs::nn::read_file(dir / (name + ".dom.html"));
+  if (status != 0 || dom.find("<html") == std::string::npos) {
+    const std::string log = gs::nn::read_file(dir / "chromium.log");
+    std::printf("SKIPPED: %s could not start or dumped no DOM (exit status %d); its log ends:\n%s\n",
+                browser.c_str(), status, log.substr(log.size() > 1500 ? log.size() - 1500 : 0).c_str());
+    return skipped;
+  }
+  const std::string checks = element_text(dom, "selfcheck"), errors = element_text(dom, "js-errors");
+  std::printf("== %s\n%s", name.c_str(), checks.c_str());
+  if (!errors.empty()) std::printf("JavaScript errors:\n%s", errors.c_str());
+  std::printf("page %zu bytes, written in %.1f s; chromium opened and checked it in %.1f s\n",
+              static_cast<std::size_t>(fs::file_size(page_file)), std::chrono::duration<double>(written - start).count(),
+              std::chrono::duration<double>(opened - written).count());
+  const std::regex done("SELFCHECK DONE (\\d+) passed (\\d+) failed");
+  std::smatch m;
+  const bool finished = std::regex_search(checks, m, done);
+  if (!finished) std::printf("FAILED: the self-check did not finish (no SELFCHECK DONE line in the DOM)\n");
+  return finished && m[2] == "0" && std::stoi(m[1]) >= 20 && errors.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,9 +98,8 @@ int main(int argc, char** argv) {
   const fs::path dir = keep ? fs::path(argv[2]) : fs::temp_directory_path() / ("gradscope_explorer_browser_" +
                                                                               std::to_string(::getpid()));
   fs::create_directories(dir / "profile");
-  const fs::path page_file = fs::absolute(dir / "page.html");
+  int result = 0;
   try {
-    const auto start = Clock::now();
     gs::explorer::DemoOptions o;
     o.model.layers = 2;
     o.model.d_model = 16;
@@ -78,37 +109,15 @@ int main(int argc, char** argv) {
     o.eval_batches = 2;
     o.runs = {{"post", 0, ""}, {"pre", 0, ""}, {"post", 0, "ln-undo-gain"}};
     o.recorder.snapshot_steps = {0, 1, 3, 6};
-    gs::explorer::write_explorer_page(page_file, gs::explorer::demo_page(o));
-    const auto written = Clock::now();
-
-    const int status = dump_dom(browser, "file://" + page_file.string() + "#selfcheck", dir / "profile",
-                                dir / "dom.html", dir / "chromium.log");
-    const auto opened = Clock::now();
-    const std::string dom = gs::nn::read_file(dir / "dom.html");
-    if (status != 0 || dom.find("<html") == std::string::npos) {
-      const std::string log = gs::nn::read_file(dir / "chromium.log");
-      std::printf("SKIPPED: %s could not start or dumped no DOM (exit status %d); its log ends:\n%s\n",
-                  browser.c_str(), status, log.substr(log.size() > 1500 ? log.size() - 1500 : 0).c_str());
-      if (!keep) fs::remove_all(dir);
-      return skipped;
-    }
-    const std::string checks = element_text(dom, "selfcheck"), errors = element_text(dom, "js-errors");
-    std::printf("%s", checks.c_str());
-    if (!errors.empty()) std::printf("JavaScript errors:\n%s", errors.c_str());
-    std::printf("page %zu bytes, written in %.1f s; chromium opened and checked it in %.1f s\n",
-                static_cast<std::size_t>(fs::file_size(page_file)),
-                std::chrono::duration<double>(written - start).count(),
-                std::chrono::duration<double>(opened - written).count());
-    const std::regex done("SELFCHECK DONE (\\d+) passed (\\d+) failed");
-    std::smatch m;
-    const bool finished = std::regex_search(checks, m, done);
-    const bool ok = finished && m[2] == "0" && std::stoi(m[1]) >= 20 && errors.empty();
-    if (!finished) std::printf("FAILED: the self-check did not finish (no SELFCHECK DONE line in the DOM)\n");
-    if (!keep) fs::remove_all(dir);
-    return ok ? 0 : 1;
+    result = check_page(browser, dir, "layernorm", o);
+    // The same page of RMSNorm runs: the charts and the tour find its norm sites too.
+    o.model.norm = gs::nn::Norm::rms;
+    o.runs = {{"post", 0, ""}, {"pre", 0, ""}};
+    if (result == 0) result = check_page(browser, dir, "rmsnorm", o);
   } catch (const std::exception& e) {
     std::printf("FAILED: %s\n", e.what());
-    if (!keep) fs::remove_all(dir);
-    return 1;
+    result = 1;
   }
+  if (!keep) fs::remove_all(dir);
+  return result;
 }

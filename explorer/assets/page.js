@@ -823,7 +823,9 @@
       // the LN whose input is largest at the last step
       let big = lns[0];
       lns.forEach(function (s) { if (s.values[s.values.length - 1] > big.values[big.values.length - 1]) big = s; });
-      const lnNode = ga.nodes.findIndex(function (n) { return n.op === 'layernorm_fused' && (n.scope === big.name || n.label === big.name.split('.').pop()); });
+      // its node: the last entry in its scope (a norm site's name is its entries' tape scope), for any norm kind
+      let lnNode = -1;
+      ga.nodes.forEach(function (n, i) { if (n.scope === big.name) lnNode = i; });
       add('<b>The LN inputs grow</b> in ' + name(A) + ': ' + escapeHtml(big.name) + '\'s input RMS is ' +
         fmt(seriesValueAt(ra, 'ln_input_rms', big.name, steps[0]), 3) + ' at step 0, ' + fmt(seriesValueAt(ra, 'ln_input_rms', big.name, at), 3) +
         ' at step ' + at + ', ' + fmt(seriesValueAt(ra, 'ln_input_rms', big.name, last), 3) + ' at step ' + last + ' (chart below).',

@@ -224,6 +224,9 @@ window.gradscopeSelfcheck = function (E) {
         'run ' + E.shownIndex() + ', step ' + E.state.step + ', node ' + E.state.selected);
       const m = li.textContent.match(/^Step (\d+)/);
       if (m) check('tour ' + (k + 1) + ': the step it names is the one it sets', +m[1] === step, m[1] + ' vs ' + step);
+      const norm = li.textContent.match(/: (\S+)'s input RMS/);  // "The LN inputs grow": the norm it names
+      if (norm) check('tour ' + (k + 1) + ': the node it selects is in ' + norm[1] + ' (any norm kind)',
+        node >= 0 && D.runs[run].graph.nodes[node].scope === norm[1], 'node ' + node);
     });
     check('tour: the project\'s answer is on the page', /warmup/.test($('answer').textContent), 'no answer text');
   });
