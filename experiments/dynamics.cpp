@@ -47,7 +47,6 @@
 //
 //   build/bin/dynamics                                         defaults: post and pre, lr 1e-2
 //   build/bin/dynamics --placements post,pre,deepnorm --lr 3e-3 --steps 500 --seeds 3
-#include <chrono>
 #include <map>
 
 #include "experiments/lib/experiment.hpp"
@@ -392,7 +391,6 @@ void draw_per_run(const RunKey& k, const std::vector<DynamicsRun>& tr, std::size
 std::vector<std::string> ln_names_of(const ModelOptions& mo, const std::string& placement) {
   ModelOptions m = mo;
   m.placement = placement;
-  m.layers = mo.layers;
   nn::TransformerLM model(m.config());
   IndexArray ids = IndexArray::from_shape({1, 1});
   ids(0, 0) = 0;
@@ -406,44 +404,36 @@ std::vector<std::string> ln_names_of(const ModelOptions& mo, const std::string& 
 
 // steps.csv: one row per (run, seed, step) with every measurement.
 void write_steps_csv(const Runs& runs, const ModelOptions& mo, unsigned seed0, const std::filesystem::path& dir) {
-  std::size_t max_ln = 0;
-  std::vector<std::string> ln_cols;
+  std::vector<std::string> ln_cols, heads;  // the LN columns: those of the placement with the most LNs
   for (const auto& [k, tr] : runs) {
     const std::vector<std::string> names = ln_names_of(mo, k.placement);
-    if (names.size() > max_ln) max_ln = names.size(), ln_cols = names;
+    if (names.size() > ln_cols.size()) ln_cols = names;
   }
+  for (std::size_t b = 0; b < mo.layers; ++b)
+    for (std::size_t h = 0; h < mo.heads; ++h) heads.push_back("b" + std::to_string(b) + "h" + std::to_string(h));
   std::vector<std::string> cols = {"placement", "warmup", "seed", "step", "loss", "lr", "grad_norm", "output_move"};
-  for (const std::string& n : layer_names(mo.layers)) cols.push_back("grad_" + n);
-  for (const std::string& n : ln_cols) cols.push_back("ln_in_rms_" + n);
-  for (const std::string& n : ln_cols) cols.push_back("ln_gain_" + n);
-  for (const std::string& n : update_group_names(mo.layers)) cols.push_back("update_ratio_" + n);
-  for (std::size_t b = 0; b < mo.layers; ++b)
-    for (std::size_t h = 0; h < mo.heads; ++h)
-      cols.push_back("att_entropy_b" + std::to_string(b) + "h" + std::to_string(h));
-  for (std::size_t b = 0; b < mo.layers; ++b)
-    for (std::size_t h = 0; h < mo.heads; ++h)
-      cols.push_back("att_logit_max_b" + std::to_string(b) + "h" + std::to_string(h));
-  for (const char* c : {"log_z_mean", "log_z_max", "logit_rms"}) cols.push_back(c);
-  for (const std::string& n : spectral_group_names(mo.layers)) cols.push_back("spectral_ratio_" + n);
+  const auto add = [&](const std::string& prefix, const std::vector<std::string>& names) {
+    for (const std::string& n : names) cols.push_back(prefix + n);
+  };
+  add("grad_", layer_names(mo.layers)), add("ln_in_rms_", ln_cols), add("ln_gain_", ln_cols);
+  add("update_ratio_", update_group_names(mo.layers)), add("att_entropy_", heads), add("att_logit_max_", heads);
+  add("", {"log_z_mean", "log_z_max", "logit_rms"}), add("spectral_ratio_", spectral_group_names(mo.layers));
   // loss_change = L(W + d) - L(W) on the step's batch, loss_linear = g . d, loss_ratio = their ratio
-  for (const char* c : {"loss_change", "loss_linear", "loss_ratio", "token_share"}) cols.push_back(c);
+  add("", {"loss_change", "loss_linear", "loss_ratio", "token_share"});
   Table t(cols);
   for (const auto& [k, tr] : runs)
     for (std::size_t s = 0; s < tr.size(); ++s)
       for (std::size_t i = 0; i < tr[s].steps.size(); ++i) {
         const StepRecord& r = tr[s].steps[i];
-        std::vector<std::string> row = {k.placement,           std::to_string(k.warmup), std::to_string(seed0 + s),
-                                        std::to_string(i + 1), fmt(r.loss, 7),           fmt(r.lr, 7),
-                                        fmt(r.grad_norm, 7),   fmt(r.output_move, 7)};
-        for (double g : r.layer_grad) row.push_back(fmt(g, 7));
-        for (std::size_t j = 0; j < max_ln; ++j) row.push_back(j < r.ln_rms.size() ? fmt(r.ln_rms[j], 7) : "");
-        for (std::size_t j = 0; j < max_ln; ++j) row.push_back(j < r.ln_gain.size() ? fmt(r.ln_gain[j], 7) : "");
-        for (double u : r.update_ratio) row.push_back(fmt(u, 7));
-        for (double e : r.att_entropy) row.push_back(fmt(e, 7));
-        for (double a : r.att_logit_max) row.push_back(fmt(a, 7));
-        for (double x : {r.log_z_mean, r.log_z_max, r.logit_rms}) row.push_back(fmt(x, 7));
-        for (double x : r.spectral_ratio) row.push_back(fmt(x, 7));
-        for (double x : {r.loss_change, r.loss_linear, loss_ratio(r), r.token_share}) row.push_back(fmt(x, 7));
+        std::vector<std::string> row = {k.placement, std::to_string(k.warmup), std::to_string(seed0 + s),
+                                        std::to_string(i + 1)};
+        const auto put = [&](const std::vector<double>& v) { for (double x : v) row.push_back(fmt(x, 7)); };
+        const auto put_ln = [&](const std::vector<double>& v) {  // padded with "" (rezero has no LN)
+          for (std::size_t j = 0; j < ln_cols.size(); ++j) row.push_back(j < v.size() ? fmt(v[j], 7) : "");
+        };
+        put({r.loss, r.lr, r.grad_norm, r.output_move}), put(r.layer_grad), put_ln(r.ln_rms), put_ln(r.ln_gain);
+        put(r.update_ratio), put(r.att_entropy), put(r.att_logit_max), put({r.log_z_mean, r.log_z_max, r.logit_rms});
+        put(r.spectral_ratio), put({r.loss_change, r.loss_linear, loss_ratio(r), r.token_share});
         t.add_row(row);
       }
   t.write_csv(dir / "steps.csv");
@@ -453,8 +443,7 @@ void plots(const Runs& runs, const nn::Corpus& corpus, const ModelOptions& mo, c
            const std::filesystem::path& dir) {
   const double n = static_cast<double>(o.steps);
   draw_runs(runs, train_loss, "training loss", "loss (nats)", false, dir, "loss",
-            {Series{"uniform log V", {1, n}, {corpus.uniform, corpus.uniform}, {}},
-             Series{"unigram H1", {1, n}, {corpus.unigram, corpus.unigram}, {}}});
+            {flat_line("uniform log V", 1, n, corpus.uniform), flat_line("unigram H1", 1, n, corpus.unigram)});
   draw_runs(runs, output_move, "output move: RMS change of the probe logits per update", "RMS change (log scale)", true,
             dir, "output_move");
   draw_runs(runs, ln_rms, "RMS of the LN inputs, mean over the LNs", "RMS (log scale)", true, dir, "ln_input_rms");
@@ -507,7 +496,10 @@ void early_window_table(const Runs& runs, const nn::Corpus& corpus, const ModelO
   for (const auto& [k, tr] : runs)
     for (std::size_t t = 1; t <= e; ++t) {
       std::vector<std::string> row = {run_label(k), std::to_string(t)};
-      for (const Field& f : fields) row.push_back(std::isnan(seed_mean(tr, t, f)) ? "-" : fmt(seed_mean(tr, t, f), 3));
+      for (const Field& f : fields) {
+        const double y = seed_mean(tr, t, f);
+        row.push_back(std::isnan(y) ? "-" : fmt(y, 3));
+      }
       if (std::find(shown.begin(), shown.end(), t) != shown.end()) printed.add_row(row);
       every.add_row(row);
     }
@@ -550,7 +542,6 @@ void early_plots(const Runs& runs, const std::filesystem::path& dir) {
 }
 
 void run(Experiment& ex, DynamicsOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
   const ModelOptions& mo = ex.model;
   keep_first_of_each(o.warmups);
   nn::ModelConfig largest = mo.config();
@@ -583,9 +574,8 @@ void run(Experiment& ex, DynamicsOptions& o) {
   early_plots(traces, dir);
   std::printf(
       "\nwrote %s: steps.csv, link{1..4}_*.csv, early_window.csv; plots loss, output_move, ln_input_rms, att_logit_max, log_z, "
-      "logit_rms, grad_ratio, ln_gain, grads_<run>, ln_input_<run>, spectral_ratio, token_share, loss_ratio (.png, .svg)\n"
-      "time: %.1f s\n",
-      dir.string().c_str(), seconds_since(start));
+      "logit_rms, grad_ratio, ln_gain, grads_<run>, ln_input_<run>, spectral_ratio, token_share, loss_ratio (.png, .svg)\n",
+      dir.string().c_str());
 }
 
 }  // namespace
@@ -607,5 +597,6 @@ int main(int argc, char** argv) {
   add_corpus_flags(ex.app, o.corpus, true);
   add_optimizer_flags(ex.app, o.opt, true);
   describe(ex.app, "--placements", "placements to train (comma-separated)");
+  ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, o); });
 }
