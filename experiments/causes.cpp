@@ -328,7 +328,7 @@ Baseline baseline_of(const std::vector<CausesRun>& runs, const Grid& grid, const
                      std::size_t p, double floor) {
   Baseline b;
   for (std::size_t v = 0; v < rows.size(); ++v)
-    if (rows[v].name == "frozen blocks") {
+    if (rows[v].act == GroupAct::freeze) {
       const std::vector<double> finals = over(seeds_of(runs, grid, {p, v}), &CausesRun::final_loss);
       b.lowest = *std::min_element(finals.begin(), finals.end());
       b.gap = mean_of(finals) - floor;

@@ -118,14 +118,18 @@ void from_record(const Record& r, DynamicsRun& run) {
   }
 }
 
-// The early-window measures of the update just taken (d = W now - W before): its spectral size per
-// block, and the loss change on the step's own batch, L(W + d) - L(W) (one more forward pass), against
-// the linear prediction g . d.
-void measure_update(nn::TransformerLM& model, const nn::Batch& batch, const std::vector<Array>& before,
-                    const std::vector<Array>& grads, double loss_before, SpectralStarts& starts, StepRecord& r) {
-  r.spectral_ratio = spectral_update_ratios(before, model, &starts);
-  r.loss_linear = linear_change(grads, before, model);
-  r.loss_change = loss_now(model, batch) - loss_before;
+// The --html page's charts of step `step`: the output move, the largest attention logit, log Z.
+void chart_step(explorer::Run& run, std::size_t step, const StepRecord& r) {
+  run.declare_chart({"output_move", "output move", "RMS over the probe batch of logits after the update "
+                     "minus logits before it (dynamics' link 1).", "RMS", true});
+  run.add_point("output_move", "logits", step, r.output_move);
+  run.declare_chart({"att_logit_max", "largest attention logit", "The largest |q.k|/sqrt(dh) of any head in "
+                     "the step's forward pass (attention-logit growth).", "|logit|", true});
+  run.add_point("att_logit_max", "max over heads", step, *std::max_element(r.att_logit_max.begin(), r.att_logit_max.end()));
+  run.declare_chart({"log_z", "log Z of the output", "log Z = logsumexp of the output logits, mean and max "
+                     "over the step's positions (what the z-loss holds near 0).", "log Z", false});
+  run.add_point("log_z", "mean", step, r.log_z_mean);
+  run.add_point("log_z", "max", step, r.log_z_max);
 }
 
 // One run. With --html, the first seed's run is recorded for the explorer page.
@@ -156,23 +160,15 @@ DynamicsRun run_one(ModelOptions m, std::size_t warmup, const nn::Corpus& corpus
     const nn::Update u = nn::apply_update(*optimizer, schedule, step, o.clip);
     r.update_ratio = update_ratios(weights_before, model);
     if (rec) rec->record_update(step);
-    measure_update(model, batch, weights_before, grads, loss_before, starts, r);
+    // the early window's: the update d = W now - W before in spectral size per block, and the loss change
+    // on the step's own batch, L(W + d) - L(W) (one more forward pass), against its linear prediction g . d
+    r.spectral_ratio = spectral_update_ratios(weights_before, model, &starts);
+    r.loss_linear = linear_change(grads, weights_before, model);
+    r.loss_change = loss_now(model, batch) - loss_before;
     r.lr = u.lr, r.grad_norm = u.grad_norm;
     ProbePass after = probe_pass(model, probe);
     r.output_move = rms(after.logits - before.logits);
-    if (rec) {
-      rec->run().declare_chart({"output_move", "output move", "RMS over the probe batch of logits after the update "
-                                "minus logits before it (dynamics' link 1).", "RMS", true});
-      rec->run().add_point("output_move", "logits", step, r.output_move);
-      rec->run().declare_chart({"att_logit_max", "largest attention logit", "The largest |q.k|/sqrt(dh) of any head in "
-                                "the step's forward pass (attention-logit growth).", "|logit|", true});
-      rec->run().add_point("att_logit_max", "max over heads",  step,
-                           *std::max_element(r.att_logit_max.begin(), r.att_logit_max.end()));
-      rec->run().declare_chart({"log_z", "log Z of the output", "log Z = logsumexp of the output logits, mean and max "
-                                "over the step's positions (what the z-loss holds near 0).", "log Z", false});
-      rec->run().add_point("log_z", "mean", step, r.log_z_mean);
-      rec->run().add_point("log_z", "max", step, r.log_z_max);
-    }
+    if (rec) chart_step(rec->run(), step, r);
     before = std::move(after);
     char what[96];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f", r.loss, r.lr, r.grad_norm);
@@ -250,19 +246,16 @@ using Measure = std::function<double(const DynamicsRun&)>;
 Measure at(std::size_t t, Field f) {
   return [=](const DynamicsRun& run) -> double { return t >= 1 && t <= run.steps.size() ? f(run.steps[t - 1]) : NAN; };
 }
-// The max of f over steps 1..t.
-Measure max_to(std::size_t t, Field f) {
+// The max (min) of f over steps 1..t; the min as -(the max of -f).
+Measure max_to(std::size_t t, Field f, double sign = 1.0) {
   return [=](const DynamicsRun& run) -> double {
     double m = NAN;
     for (std::size_t i = 0; i < std::min(t, run.steps.size()); ++i)
-      m = std::isnan(m) ? f(run.steps[i]) : std::max(m, f(run.steps[i]));
-    return m;
+      m = std::isnan(m) ? sign * f(run.steps[i]) : std::max(m, sign * f(run.steps[i]));
+    return sign * m;
   };
 }
-Measure min_to(std::size_t t, Field f) {
-  const Measure neg = max_to(t, [f](const StepRecord& r) { return -f(r); });
-  return [neg](const DynamicsRun& run) { return -neg(run); };
-}
+Measure min_to(std::size_t t, Field f) { return max_to(t, f, -1.0); }
 // The mean of f over the last n of `steps` steps, for a run that got to the end.
 Measure last(std::size_t n, std::size_t steps, Field f) {
   return [=](const DynamicsRun& run) -> double {
