@@ -17,7 +17,7 @@
 //                     so the gradient is the clamped model's own): no branch can dominate its skip
 //   scale branch K xN every branch times K for the first N steps: branch dominance imposed
 //   warmup W: G       a linear warmup over W steps of parameter group G only (emb, lower, upper, head,
-//                     norms; see in_group), every other group at the full lr from step 0
+//                     norms; see Group), every other group at the full lr from step 0
 //   lr xM for N       every update M times larger for the first N steps, then the lr: oversized early steps
 //   reset G at S      at step S, the values of group G go back to their initial values (Adam's moments
 //                     stay); "reset adam at S" zeroes Adam's moments and its step count instead
