@@ -47,6 +47,7 @@
 //
 //   build/bin/dynamics                                         defaults: post and pre, lr 1e-2
 //   build/bin/dynamics --placements post,pre,deepnorm --lr 3e-3 --steps 500 --seeds 3
+#include <chrono>
 #include <map>
 
 #include "experiments/lib/experiment.hpp"
@@ -118,18 +119,14 @@ void from_record(const Record& r, DynamicsRun& run) {
   }
 }
 
-// The --html page's charts of step `step`: the output move, the largest attention logit, log Z.
-void chart_step(explorer::Run& run, std::size_t step, const StepRecord& r) {
-  run.declare_chart({"output_move", "output move", "RMS over the probe batch of logits after the update "
-                     "minus logits before it (dynamics' link 1).", "RMS", true});
-  run.add_point("output_move", "logits", step, r.output_move);
-  run.declare_chart({"att_logit_max", "largest attention logit", "The largest |q.k|/sqrt(dh) of any head in "
-                     "the step's forward pass (attention-logit growth).", "|logit|", true});
-  run.add_point("att_logit_max", "max over heads", step, *std::max_element(r.att_logit_max.begin(), r.att_logit_max.end()));
-  run.declare_chart({"log_z", "log Z of the output", "log Z = logsumexp of the output logits, mean and max "
-                     "over the step's positions (what the z-loss holds near 0).", "log Z", false});
-  run.add_point("log_z", "mean", step, r.log_z_mean);
-  run.add_point("log_z", "max", step, r.log_z_max);
+// The early-window measures of the update just taken (d = W now - W before): its spectral size per
+// block, and the loss change on the step's own batch, L(W + d) - L(W) (one more forward pass), against
+// the linear prediction g . d.
+void measure_update(nn::TransformerLM& model, const nn::Batch& batch, const std::vector<Array>& before,
+                    const std::vector<Array>& grads, double loss_before, SpectralStarts& starts, StepRecord& r) {
+  r.spectral_ratio = spectral_update_ratios(before, model, &starts);
+  r.loss_linear = linear_change(grads, before, model);
+  r.loss_change = loss_now(model, batch) - loss_before;
 }
 
 // One run. With --html, the first seed's run is recorded for the explorer page.
@@ -160,15 +157,23 @@ DynamicsRun run_one(ModelOptions m, std::size_t warmup, const nn::Corpus& corpus
     const nn::Update u = nn::apply_update(*optimizer, schedule, step, o.clip);
     r.update_ratio = update_ratios(weights_before, model);
     if (rec) rec->record_update(step);
-    // the early window's: the update d = W now - W before in spectral size per block, and the loss change
-    // on the step's own batch, L(W + d) - L(W) (one more forward pass), against its linear prediction g . d
-    r.spectral_ratio = spectral_update_ratios(weights_before, model, &starts);
-    r.loss_linear = linear_change(grads, weights_before, model);
-    r.loss_change = loss_now(model, batch) - loss_before;
+    measure_update(model, batch, weights_before, grads, loss_before, starts, r);
     r.lr = u.lr, r.grad_norm = u.grad_norm;
     ProbePass after = probe_pass(model, probe);
     r.output_move = rms(after.logits - before.logits);
-    if (rec) chart_step(rec->run(), step, r);
+    if (rec) {
+      rec->run().declare_chart({"output_move", "output move", "RMS over the probe batch of logits after the update "
+                                "minus logits before it (dynamics' link 1).", "RMS", true});
+      rec->run().add_point("output_move", "logits", step, r.output_move);
+      rec->run().declare_chart({"att_logit_max", "largest attention logit", "The largest |q.k|/sqrt(dh) of any head in "
+                                "the step's forward pass (attention-logit growth).", "|logit|", true});
+      rec->run().add_point("att_logit_max", "max over heads",  step,
+                           *std::max_element(r.att_logit_max.begin(), r.att_logit_max.end()));
+      rec->run().declare_chart({"log_z", "log Z of the output", "log Z = logsumexp of the output logits, mean and max "
+                                "over the step's positions (what the z-loss holds near 0).", "log Z", false});
+      rec->run().add_point("log_z", "mean", step, r.log_z_mean);
+      rec->run().add_point("log_z", "max", step, r.log_z_max);
+    }
     before = std::move(after);
     char what[96];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f", r.loss, r.lr, r.grad_norm);
@@ -535,6 +540,7 @@ void early_plots(const Runs& runs, const std::filesystem::path& dir) {
 }
 
 void run(Experiment& ex, DynamicsOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
   const ModelOptions& mo = ex.model;
   keep_first_of_each(o.warmups);
   nn::ModelConfig largest = mo.config();
@@ -567,8 +573,9 @@ void run(Experiment& ex, DynamicsOptions& o) {
   early_plots(traces, dir);
   std::printf(
       "\nwrote %s: steps.csv, link{1..4}_*.csv, early_window.csv; plots loss, output_move, ln_input_rms, att_logit_max, log_z, "
-      "logit_rms, grad_ratio, ln_gain, grads_<run>, ln_input_<run>, spectral_ratio, token_share, loss_ratio (.png, .svg)\n",
-      dir.string().c_str());
+      "logit_rms, grad_ratio, ln_gain, grads_<run>, ln_input_<run>, spectral_ratio, token_share, loss_ratio (.png, .svg)\n"
+      "time: %.1f s\n",
+      dir.string().c_str(), seconds_since(start));
 }
 
 }  // namespace
@@ -590,6 +597,5 @@ int main(int argc, char** argv) {
   add_corpus_flags(ex.app, o.corpus, true);
   add_optimizer_flags(ex.app, o.opt, true);
   describe(ex.app, "--placements", "placements to train (comma-separated)");
-  ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, o); });
 }
