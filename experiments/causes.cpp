@@ -17,7 +17,7 @@
 //                     so the gradient is the clamped model's own): no branch can dominate its skip
 //   scale branch K xN every branch times K for the first N steps: branch dominance imposed
 //   warmup W: G       a linear warmup over W steps of parameter group G only (emb, lower, upper, head,
-//                     norms; see in_group), every other group at the full lr from step 0
+//                     norms; see Group), every other group at the full lr from step 0
 //   lr xM for N       every update M times larger for the first N steps, then the lr: oversized early steps
 //   reset G at S      at step S, the values of group G go back to their initial values (Adam's moments
 //                     stay); "reset adam at S" zeroes Adam's moments and its step count instead
@@ -52,6 +52,7 @@
 //   build/bin/causes                                      every row, post and pre, 5 seeds, 300 steps
 //   build/bin/causes --rows "none,frozen blocks,clamp branch 1 x100" --placements post
 //   build/bin/causes --markov-order 1 --vocab 64 --lr 3e-3  the same rows on another corpus and lr
+#include <array>
 #include <functional>
 
 #include "experiments/lib/experiment.hpp"
@@ -77,9 +78,34 @@ struct CausesOptions : TrainingOptions {  // --steps 300 --eval-batches 20 --mar
   nn::CorpusOptions corpus;
 };
 
-// What a row does to a parameter group (in_group): warm it up alone, keep it at init, reset it to init,
-// or graft onto it the values of a run with warmup.
-enum class GroupAct { none, warmup, freeze, reset, graft };
+// The parameter groups a row can act on, for a model of L blocks:
+//   emb    tok_emb, pos_emb                 head   head
+//   lower  blocks 0 .. L/2 - 1 (whole)      upper  blocks L/2 .. L - 1 (whole)
+//   norms  every norm's parameters (the blocks' and ln_f)
+//   blocks every block and ln_f: all but emb and head
+enum class Group { none, emb, lower, upper, blocks, head, norms };
+std::string name_of(Group g) {
+  return std::array{"", "emb", "lower", "upper", "blocks", "head", "norms"}[static_cast<std::size_t>(g)];
+}
+
+// Whether the parameter of this name is in the group.
+bool in_group(const std::string& name, Group group, std::size_t layers) {
+  const bool block = name.starts_with("blocks."), ln_f = name.starts_with("ln_f.");
+  switch (group) {
+    case Group::none: return false;
+    case Group::emb: return name.starts_with("tok_emb.") || name.starts_with("pos_emb.");
+    case Group::head: return name.starts_with("head.");
+    case Group::blocks: return block || ln_f;
+    case Group::norms: return ln_f || (block && name.find(".ln") != std::string::npos);
+    case Group::lower:
+    case Group::upper: return block && (2 * std::stoul(name.substr(7)) < layers) == (group == Group::lower);
+  }
+  return false;
+}
+
+// What a row does to its group: warm it up alone, keep it at init, reset it to init, or graft onto it the
+// values of a run with warmup; or, with no group, reset Adam's moments.
+enum class GroupAct { none, warmup, freeze, reset, graft, reset_adam };
 
 // A row: its name and what it changes in the "none" run.
 struct Variant {
@@ -88,7 +114,7 @@ struct Variant {
   double lr = 0.0;         // the row's own learning rate (the SGD rows); 0: --lr
   OptimizerSetup optimizer{};
   GroupAct act = GroupAct::none;
-  std::string group{};          // the group it acts on ("adam": the optimizer's moments, for reset)
+  Group group = Group::none;    // the group it acts on
   std::size_t group_steps = 0;  // warmup: its length; reset, graft: the step at which it happens
   nn::BranchControl branch{};   // on for the first branch_steps steps
   std::size_t branch_steps = 0;
@@ -96,51 +122,33 @@ struct Variant {
   std::size_t boost_steps = 0;
 };
 
-const char* const groups[] = {"emb", "lower", "upper", "blocks", "head", "norms"};
-
 // Every row, in table order; with `only` (--rows) given, just those it names.
 std::vector<Variant> variants(const CausesOptions& o, const std::vector<std::string>& only) {
-  std::vector<Variant> v;
-  v.push_back({.name = "none"});
-  v.push_back({.name = "frozen blocks", .act = GroupAct::freeze, .group = "blocks"});
-  for (const std::string& name : nn::intervention_names()) {
-    Variant x{.name = name};
-    x.optimizer.intervene = {name};
-    v.push_back(x);
-  }
-  const std::string n = " x" + std::to_string(o.control_steps);
+  using enum Group;
+  std::vector<Variant> v = {{.name = "none"}, {.name = "frozen blocks", .act = GroupAct::freeze, .group = blocks}};
+  for (const std::string& name : nn::intervention_names()) v.push_back({.name = name, .optimizer = {.intervene = {name}}});
+  const std::string n = " x" + std::to_string(o.control_steps), at = " at " + std::to_string(o.reset_step);
   v.push_back({.name = "clamp branch " + label(o.clamp) + n, .branch = {o.clamp, 1.0}, .branch_steps = o.control_steps});
   v.push_back({.name = "scale branch " + label(o.branch_scale) + n, .branch = {0.0, o.branch_scale},
                .branch_steps = o.control_steps});
-  for (const char* g : groups)
-    v.push_back({.name = "warmup " + std::to_string(o.group_warmup) + ": " + g, .act = GroupAct::warmup, .group = g,
-                 .group_steps = o.group_warmup});
+  for (Group g : {emb, lower, upper, blocks, head, norms})
+    v.push_back({.name = "warmup " + std::to_string(o.group_warmup) + ": " + name_of(g), .act = GroupAct::warmup,
+                 .group = g, .group_steps = o.group_warmup});
   v.push_back({.name = "lr x" + label(o.boost) + " for " + std::to_string(o.boost_steps), .boost = o.boost,
                .boost_steps = o.boost_steps});
-  for (const char* g : {"norms", "emb", "head", "blocks", "adam"})
-    v.push_back({.name = std::string("reset ") + g + " at " + std::to_string(o.reset_step), .act = GroupAct::reset,
-                 .group = g, .group_steps = o.reset_step});
-  for (const char* g : {"norms", "emb", "head", "blocks"})
-    v.push_back({.name = std::string("graft ") + g + " at " + std::to_string(o.reset_step), .act = GroupAct::graft,
-                 .group = g, .group_steps = o.reset_step});
-  Variant beta2{.name = "beta2 " + label(o.beta2)};
-  beta2.optimizer.beta2 = o.beta2;
-  v.push_back(beta2);
-  Variant radam{.name = "radam"};
-  radam.optimizer.optimizer = "radam";
-  v.push_back(radam);
-  radam.name = "radam beta2 " + label(o.beta2);
-  radam.optimizer.beta2 = o.beta2;
-  v.push_back(radam);
-  for (const std::string intervene : {"none", "ln-undo-gain"}) {
-    Variant sgd{.name = "sgd lr " + label(o.sgd_lr) + (intervene == "none" ? "" : " + " + intervene), .lr = o.sgd_lr};
-    sgd.optimizer.optimizer = "sgd";
-    sgd.optimizer.intervene = {intervene};
-    v.push_back(sgd);
-  }
-  Variant hold{.name = "hold " + std::to_string(o.hold)};
-  hold.optimizer.hold = o.hold;
-  v.push_back(hold);
+  for (Group g : {norms, emb, head, blocks})
+    v.push_back({.name = "reset " + name_of(g) + at, .act = GroupAct::reset, .group = g, .group_steps = o.reset_step});
+  v.push_back({.name = "reset adam" + at, .act = GroupAct::reset_adam, .group_steps = o.reset_step});
+  for (Group g : {norms, emb, head, blocks})
+    v.push_back({.name = "graft " + name_of(g) + at, .act = GroupAct::graft, .group = g, .group_steps = o.reset_step});
+  v.push_back({.name = "beta2 " + label(o.beta2), .optimizer = {.beta2 = o.beta2}});
+  v.push_back({.name = "radam", .optimizer = {.optimizer = "radam"}});
+  v.push_back({.name = "radam beta2 " + label(o.beta2), .optimizer = {.optimizer = "radam", .beta2 = o.beta2}});
+  const std::string sgd = "sgd lr " + label(o.sgd_lr);
+  v.push_back({.name = sgd, .lr = o.sgd_lr, .optimizer = {.optimizer = "sgd"}});
+  v.push_back({.name = sgd + " + ln-undo-gain", .lr = o.sgd_lr,
+               .optimizer = {.optimizer = "sgd", .intervene = {"ln-undo-gain"}}});
+  v.push_back({.name = "hold " + std::to_string(o.hold), .optimizer = {.hold = o.hold}});
   for (std::size_t w : o.warmups) v.push_back({.name = "warmup " + std::to_string(w), .warmup = w});
   if (!only.empty())
     std::erase_if(v, [&](const Variant& x) { return std::find(only.begin(), only.end(), x.name) == only.end(); });
@@ -159,48 +167,31 @@ std::string unknown_row(const CausesOptions& o) {
   return "";
 }
 
-// The parameter groups, by name, for a model of `layers` blocks:
-//   emb    tok_emb, pos_emb                 head   head
-//   lower  blocks 0 .. L/2 - 1 (whole)      upper  blocks L/2 .. L - 1 (whole)
-//   norms  every norm's parameters (the blocks' and ln_f)
-//   blocks every block and ln_f: all but emb and head
-bool in_group(const std::string& name, const std::string& group, std::size_t layers) {
-  const bool block = name.starts_with("blocks."), ln_f = name.starts_with("ln_f.");
-  if (group == "emb") return name.starts_with("tok_emb.") || name.starts_with("pos_emb.");
-  if (group == "head") return name.starts_with("head.");
-  if (group == "blocks") return block || ln_f;
-  if (group == "norms") return ln_f || (block && name.find(".ln") != std::string::npos);
-  if (!block) return false;
-  const std::size_t index = std::stoul(name.substr(7));
-  return group == "lower" ? 2 * index < layers : 2 * index >= layers;  // "upper"
-}
-
 // Sets step `step`'s branch control and per-parameter lr scales, and does the row's reset or graft if it
-// is due: the group's values become `source`'s (the initial values, or the warmup run's).
+// is due: the values of the parameters in its group (`grouped`, a flag per parameter) become `source`'s
+// (the initial values, or the warmup run's).
 void apply_row(const Variant& v, std::size_t step, nn::TransformerLM& model, nn::Optimizer& optimizer,
-               const std::vector<Array>& source) {
+               const std::vector<bool>& grouped, const std::vector<Array>& source) {
   model.set_branch_control(step < v.branch_steps ? v.branch : nn::BranchControl{});
-  const auto& params = optimizer.parameters();
-  for (std::size_t p = 0; p < params.size(); ++p) {
+  for (std::size_t p = 0; p < grouped.size(); ++p) {
     double scale = step < v.boost_steps ? v.boost : 1.0;
-    if (in_group(params[p].name, v.group, model.config.layers)) {
-      if (v.act == GroupAct::freeze) scale = 0.0;
-      if (v.act == GroupAct::warmup) scale *= std::min(1.0, static_cast<double>(step + 1) / static_cast<double>(v.group_steps));
-    }
+    if (grouped[p] && v.act == GroupAct::freeze) scale = 0.0;
+    if (grouped[p] && v.act == GroupAct::warmup)
+      scale *= std::min(1.0, static_cast<double>(step + 1) / static_cast<double>(v.group_steps));
     optimizer.set_lr_scale(p, scale);
   }
-  if ((v.act != GroupAct::reset && v.act != GroupAct::graft) || step != v.group_steps) return;
-  if (v.group == "adam") {  // m = v = 0 and t = 0: Adam starts over, bias correction included
+  if (step != v.group_steps) return;
+  if (v.act == GroupAct::reset_adam) {  // m = v = 0 and t = 0: Adam starts over, bias correction included
     for (std::size_t s = 0; s < optimizer.slot_names().size(); ++s)
-      for (std::size_t p = 0; p < params.size(); ++p) optimizer.slot(s, p).fill(0.0);
+      for (std::size_t p = 0; p < optimizer.parameters().size(); ++p) optimizer.slot(s, p).fill(0.0);
     optimizer.set_steps(0);
-    return;
   }
-  for (std::size_t p = 0; p < params.size(); ++p)
-    if (in_group(params[p].name, v.group, model.config.layers)) {
-      Parameter handle = params[p].parameter;  // a handle: shares the model's value
-      handle.value() = source[p];
-    }
+  if (v.act == GroupAct::reset || v.act == GroupAct::graft)
+    for (std::size_t p = 0; p < grouped.size(); ++p)
+      if (grouped[p]) {
+        Parameter handle = optimizer.parameters()[p].parameter;  // a handle: shares the model's value
+        handle.value() = source[p];
+      }
 }
 
 // What one seed of one row measured. g0/gL, LN-in RMS, LN gain and b0 |g|/eps are means over the last
@@ -225,7 +216,8 @@ void from_record(const Record& r, CausesRun& run) {
 }
 
 // The mean over the parameter tensors with |W| > 0 of |after - before| / |before|.
-double update_ratio(const std::vector<Array>& before, const std::vector<nn::NamedParameter>& after) {
+double update_ratio(const std::vector<Array>& before, const nn::TransformerLM& model) {
+  const std::vector<nn::NamedParameter> after = model.named_parameters();
   std::vector<double> ratios;
   for (std::size_t i = 0; i < before.size(); ++i) {
     const double w = norm(before[i]);
@@ -271,9 +263,7 @@ std::vector<Array> warmup_values(const ModelOptions& m, const nn::Corpus& corpus
     if (!std::isfinite(nn::forward_backward(model, nn::training_batch(corpus.data, m.batch, m.seq, m.seed, step)))) break;
     nn::apply_update(*optimizer, schedule, step, 0.0);
   }
-  std::vector<Array> values;
-  for (const nn::NamedParameter& p : optimizer->parameters()) values.push_back(p.parameter.value());
-  return values;
+  return parameter_values(model);
 }
 
 // One seed of one row.
@@ -283,10 +273,11 @@ CausesRun run_one(ModelOptions m, const Variant& variant, const nn::Corpus& corp
   const std::unique_ptr<nn::Optimizer> optimizer = variant.optimizer.make(model);
   const double lr = variant.lr > 0 ? variant.lr : o.lr;
   const nn::Schedule schedule = variant.optimizer.with_hold({nn::ScheduleKind::warmup, lr, variant.warmup, o.steps, 0.1});
-  std::vector<Array> source;  // what a reset or graft puts in place
-  if (variant.act == GroupAct::graft) source = warmup_values(m, corpus, o, variant.group_steps);
-  else
-    for (const nn::NamedParameter& p : optimizer->parameters()) source.push_back(p.parameter.value());
+  // what a reset or graft puts in place, and where: the parameters in the row's group, decided once
+  const std::vector<Array> source =
+      variant.act == GroupAct::graft ? warmup_values(m, corpus, o, variant.group_steps) : parameter_values(model);
+  std::vector<bool> grouped;
+  for (const nn::NamedParameter& p : optimizer->parameters()) grouped.push_back(in_group(p.name, variant.group, m.layers));
   Tape& tape = Tape::current();
   CausesRun run;
   WindowMeasures window;
@@ -294,17 +285,15 @@ CausesRun run_one(ModelOptions m, const Variant& variant, const nn::Corpus& corp
   for (; step < o.steps; ++step) {
     const bool measured = step + o.window >= o.steps;
     tape.keep_contributions = measured;  // for the norm gain (through_norm)
-    apply_row(variant, step, model, *optimizer, source);
+    apply_row(variant, step, model, *optimizer, grouped, source);
     const double loss = nn::forward_backward(model, nn::training_batch(corpus.data, m.batch, m.seq, m.seed, step));
     run.losses.push_back(loss);
     if (!std::isfinite(loss)) break;
     if (measured) window.add(model, variant.optimizer.eps);
-    std::vector<Array> before;
     const bool first_move = std::isnan(run.update_ratio) && schedule.lr(step) > 0;
-    if (first_move)
-      for (const nn::NamedParameter& p : optimizer->parameters()) before.push_back(p.parameter.value());
+    const std::vector<Array> before = first_move ? parameter_values(model) : std::vector<Array>{};
     const nn::Update u = nn::apply_update(*optimizer, schedule, step, 0.0);
-    if (first_move) run.update_ratio = update_ratio(before, optimizer->parameters());
+    if (first_move) run.update_ratio = update_ratio(before, model);
     char what[96];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f", loss, u.lr, u.grad_norm);
     tick(1, what);
@@ -339,7 +328,7 @@ Baseline baseline_of(const std::vector<CausesRun>& runs, const Grid& grid, const
                      std::size_t p, double floor) {
   Baseline b;
   for (std::size_t v = 0; v < rows.size(); ++v)
-    if (rows[v].name == "frozen blocks") {
+    if (rows[v].act == GroupAct::freeze) {
       const std::vector<double> finals = over(seeds_of(runs, grid, {p, v}), &CausesRun::final_loss);
       b.lowest = *std::min_element(finals.begin(), finals.end());
       b.gap = mean_of(finals) - floor;
@@ -362,12 +351,12 @@ Table causes_table(const std::vector<CausesRun>& runs, const Grid& grid, const s
         beat += r->final_loss < base.lowest - margin;
         gap.push_back((r->final_loss - corpus.floor) / base.gap);
       }
-      auto n = [&](Verdict x) { return std::to_string(count[static_cast<int>(x)]); };
+      const auto n = [&](Verdict x) { return std::to_string(count[static_cast<int>(x)]); };
+      const auto stat = [&](double CausesRun::*field, int digits = 3) { return finite_stat(over(seeds, field), digits); };
       t.add_row({grid.labels(0)[p], rows[v].name, n(Verdict::trained), n(Verdict::stuck), n(Verdict::diverged),
-                 std::isnan(base.lowest) ? "-" : std::to_string(beat), finite_stat(over(seeds, &CausesRun::final_loss), 4),
-                 finite_stat(gap), finite_stat(over(seeds, &CausesRun::grad_ratio)),
-                 finite_stat(over(seeds, &CausesRun::ln_rms)), finite_stat(over(seeds, &CausesRun::ln_gain)),
-                 finite_stat(over(seeds, &CausesRun::grad_over_eps)), finite_stat(over(seeds, &CausesRun::update_ratio))});
+                 std::isnan(base.lowest) ? "-" : std::to_string(beat), stat(&CausesRun::final_loss, 4), finite_stat(gap),
+                 stat(&CausesRun::grad_ratio), stat(&CausesRun::ln_rms), stat(&CausesRun::ln_gain),
+                 stat(&CausesRun::grad_over_eps), stat(&CausesRun::update_ratio)});
     }
   }
   return t;

@@ -74,7 +74,6 @@ struct RunKey {
   auto operator<=>(const RunKey&) const = default;
 };
 
-
 // What one run measured: its steps (step_measures.hpp), the held-out loss after the last and the verdict.
 struct DynamicsRun {
   std::vector<StepRecord> steps;  // ends at the first NaN/Inf loss
@@ -82,24 +81,27 @@ struct DynamicsRun {
   Verdict verdict = Verdict::diverged;
 };
 
-// A run as a grid cell's record: one list per field of the steps ("loss", "grad.0", "ln_rms.1", ...).
+// A step's numbers, and its lists (a value per site: layer, LN, group, head), by their names in a record.
+const std::pair<const char*, double StepRecord::*> step_numbers[] = {
+    {"loss", &StepRecord::loss}, {"lr", &StepRecord::lr}, {"grad_norm", &StepRecord::grad_norm},
+    {"output_move", &StepRecord::output_move}, {"log_z_mean", &StepRecord::log_z_mean},
+    {"log_z_max", &StepRecord::log_z_max}, {"logit_rms", &StepRecord::logit_rms},
+    {"loss_change", &StepRecord::loss_change}, {"loss_linear", &StepRecord::loss_linear},
+    {"token_share", &StepRecord::token_share}};
+const std::pair<const char*, std::vector<double> StepRecord::*> step_lists[] = {
+    {"grad", &StepRecord::layer_grad}, {"ln_rms", &StepRecord::ln_rms}, {"ln_gain", &StepRecord::ln_gain},
+    {"update", &StepRecord::update_ratio}, {"att_entropy", &StepRecord::att_entropy},
+    {"att_logit_max", &StepRecord::att_logit_max}, {"spectral", &StepRecord::spectral_ratio}};
+std::string site_key(const char* list, std::size_t j) { return list + ("." + std::to_string(j)); }
+
+// A run as a grid cell's record: one list per number of the steps ("loss"), and per site of a list ("grad.0").
 Record to_record(const DynamicsRun& run) {
   Record r;
   r.set("steps", static_cast<double>(run.steps.size()));
-  auto put = [&](const std::string& name, const std::vector<double>& per_site) {
-    for (std::size_t j = 0; j < per_site.size(); ++j) r.push(name + "." + std::to_string(j), per_site[j]);
-  };
   for (const StepRecord& s : run.steps) {
-    for (const auto& [name, x] : {std::pair<const char*, double>{"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
-                                  {"output_move", s.output_move}, {"log_z_mean", s.log_z_mean},
-                                  {"log_z_max", s.log_z_max}, {"logit_rms", s.logit_rms}})
-      r.push(name, x);
-    put("grad", s.layer_grad), put("ln_rms", s.ln_rms), put("ln_gain", s.ln_gain), put("update", s.update_ratio);
-    put("att_entropy", s.att_entropy), put("att_logit_max", s.att_logit_max);
-    put("spectral", s.spectral_ratio);
-    for (const auto& [name, x] : {std::pair<const char*, double>{"loss_change", s.loss_change},
-                                  {"loss_linear", s.loss_linear}, {"token_share", s.token_share}})
-      r.push(name, x);
+    for (const auto& [name, x] : step_numbers) r.push(name, s.*x);
+    for (const auto& [name, list] : step_lists)
+      for (std::size_t j = 0; j < (s.*list).size(); ++j) r.push(site_key(name, j), (s.*list)[j]);
   }
   r.set("final_loss", run.final_loss);
   r.set("verdict", static_cast<double>(run.verdict));
@@ -110,16 +112,10 @@ void from_record(const Record& r, DynamicsRun& run) {
   run = {std::vector<StepRecord>(static_cast<std::size_t>(r.get("steps"))), r.get("final_loss"),
          static_cast<Verdict>(r.get("verdict"))};
   for (std::size_t i = 0; i < run.steps.size(); ++i) {
-    StepRecord& s = run.steps[i];
-    auto get = [&](const std::string& name) { return r.list(name).at(i); };
-    auto sites = [&](const std::string& name, std::vector<double>& per_site) {
-      for (std::size_t j = 0; r.has(name + "." + std::to_string(j)); ++j) per_site.push_back(get(name + "." + std::to_string(j)));
-    };
-    s.loss = get("loss"), s.lr = get("lr"), s.grad_norm = get("grad_norm"), s.output_move = get("output_move");
-    s.log_z_mean = get("log_z_mean"), s.log_z_max = get("log_z_max"), s.logit_rms = get("logit_rms");
-    sites("grad", s.layer_grad), sites("ln_rms", s.ln_rms), sites("ln_gain", s.ln_gain), sites("update", s.update_ratio);
-    sites("att_entropy", s.att_entropy), sites("att_logit_max", s.att_logit_max), sites("spectral", s.spectral_ratio);
-    s.loss_change = get("loss_change"), s.loss_linear = get("loss_linear"), s.token_share = get("token_share");
+    for (const auto& [name, x] : step_numbers) run.steps[i].*x = r.list(name).at(i);
+    for (const auto& [name, list] : step_lists)
+      for (std::size_t j = 0; r.has(site_key(name, j)); ++j)
+        (run.steps[i].*list).push_back(r.list(site_key(name, j)).at(i));
   }
 }
 
@@ -207,12 +203,26 @@ Runs runs_of(const std::vector<DynamicsRun>& cells, const Grid& grid, const Dyna
 
 // ---- summaries: one number per link of the chain ----
 
-// A per-step quantity, read from a step record.
+// A per-step quantity, read from a step record: a number of it, or the mean, largest or smallest value
+// over the sites of one of its lists (NaN where the step has none: rezero has no LN).
 using Field = std::function<double(const StepRecord&)>;
+using Sites = std::vector<double> StepRecord::*;
+Field value(double StepRecord::*x) { return [x](const StepRecord& r) { return r.*x; }; }
+Field mean_over(Sites x) { return [x](const StepRecord& r) { return mean_of(r.*x); }; }
+Field max_over(Sites x) {
+  return [x](const StepRecord& r) { return (r.*x).empty() ? NAN : *std::ranges::max_element(r.*x); };
+}
+Field min_over(Sites x) {
+  return [x](const StepRecord& r) { return (r.*x).empty() ? NAN : *std::ranges::min_element(r.*x); };
+}
 
-// The mean over the run's LN sites (NaN for rezero, which has none).
-const Field ln_rms = [](const StepRecord& r) { return mean_of(r.ln_rms); };
-const Field ln_gain = [](const StepRecord& r) { return mean_of(r.ln_gain); };
+const Field train_loss = value(&StepRecord::loss), output_move = value(&StepRecord::output_move),
+            log_z_mean = value(&StepRecord::log_z_mean), logit_rms = value(&StepRecord::logit_rms),
+            token_share_of = value(&StepRecord::token_share);
+const Field ln_rms = mean_over(&StepRecord::ln_rms), ln_gain = mean_over(&StepRecord::ln_gain);
+const Field att_logit_max = max_over(&StepRecord::att_logit_max), spectral_max = max_over(&StepRecord::spectral_ratio);
+const Field att_entropy_min = min_over(&StepRecord::att_entropy);
+// The LN gain the Jacobian predicts (about |g|/sigma, the header), as 1/RMS(input): the mean over the LNs.
 const Field inv_rms = [](const StepRecord& r) {
   std::vector<double> inv;
   for (double x : r.ln_rms) inv.push_back(1.0 / x);
@@ -220,16 +230,9 @@ const Field inv_rms = [](const StepRecord& r) {
 };
 // The gradient norm of the lowest block (or of the embedding) over that of the top block.
 const Field grad_ratio = [](const StepRecord& r) { return r.layer_grad[1] / r.layer_grad[r.layer_grad.size() - 2]; };
-const Field emb_ratio = [](const StepRecord& r) {
-  return r.layer_grad.front() / r.layer_grad[r.layer_grad.size() - 2];
-};
-const Field output_move = [](const StepRecord& r) { return r.output_move; };
-const Field train_loss = [](const StepRecord& r) { return r.loss; };
-// The largest (smallest) of a step's values, NaN where the step has none.
-double max_of(const std::vector<double>& v) { return v.empty() ? NAN : *std::max_element(v.begin(), v.end()); }
-double min_of(const std::vector<double>& v) { return v.empty() ? NAN : *std::min_element(v.begin(), v.end()); }
-const Field att_logit_max = [](const StepRecord& r) { return max_of(r.att_logit_max); };
-const Field log_z_mean = [](const StepRecord& r) { return r.log_z_mean; };
+const Field emb_ratio = [](const StepRecord& r) { return r.layer_grad.front() / r.layer_grad[r.layer_grad.size() - 2]; };
+// actual / predicted loss change of the step: 1 where the loss is linear over it
+const Field loss_ratio = [](const StepRecord& r) { return r.loss_change / r.loss_linear; };
 // The early window's fields. Block i's relative update and spectral ratio: the max over its attention
 // and its MLP (update_ratio groups 1 + 3i, 2 + 3i; spectral_ratio groups 2i, 2i + 1).
 Field block_update(std::size_t i) {
@@ -240,12 +243,6 @@ Field block_spectral(std::size_t i) {
     return r.spectral_ratio.empty() ? NAN : std::max(r.spectral_ratio.at(2 * i), r.spectral_ratio.at(2 * i + 1));
   };
 }
-const Field spectral_max = [](const StepRecord& r) { return max_of(r.spectral_ratio); };
-// actual / predicted loss change of the step: 1 where the loss is linear over it
-const Field loss_ratio = [](const StepRecord& r) { return r.loss_change / r.loss_linear; };
-const Field token_share_of = [](const StepRecord& r) { return r.token_share; };
-const Field att_entropy_min = [](const StepRecord& r) { return min_of(r.att_entropy); };
-const Field logit_rms = [](const StepRecord& r) { return r.logit_rms; };
 
 // A number from one seed's run; NaN where the run did not get far enough.
 using Measure = std::function<double(const DynamicsRun&)>;
@@ -254,19 +251,16 @@ using Measure = std::function<double(const DynamicsRun&)>;
 Measure at(std::size_t t, Field f) {
   return [=](const DynamicsRun& run) -> double { return t >= 1 && t <= run.steps.size() ? f(run.steps[t - 1]) : NAN; };
 }
-// The max of f over steps 1..t.
-Measure max_to(std::size_t t, Field f) {
+// The max (min) of f over steps 1..t; the min as -(the max of -f).
+Measure max_to(std::size_t t, Field f, double sign = 1.0) {
   return [=](const DynamicsRun& run) -> double {
     double m = NAN;
     for (std::size_t i = 0; i < std::min(t, run.steps.size()); ++i)
-      m = std::isnan(m) ? f(run.steps[i]) : std::max(m, f(run.steps[i]));
-    return m;
+      m = std::isnan(m) ? sign * f(run.steps[i]) : std::max(m, sign * f(run.steps[i]));
+    return sign * m;
   };
 }
-Measure min_to(std::size_t t, Field f) {
-  const Measure neg = max_to(t, [f](const StepRecord& r) { return -f(r); });
-  return [neg](const DynamicsRun& run) { return -neg(run); };
-}
+Measure min_to(std::size_t t, Field f) { return max_to(t, f, -1.0); }
 // The mean of f over the last n of `steps` steps, for a run that got to the end.
 Measure last(std::size_t n, std::size_t steps, Field f) {
   return [=](const DynamicsRun& run) -> double {
@@ -290,12 +284,6 @@ std::string over_seeds(const std::vector<DynamicsRun>& traces, const Measure& m,
 
 std::string run_label(const RunKey& k) { return k.placement + ", warmup " + std::to_string(k.warmup); }
 
-std::string verdicts(const std::vector<DynamicsRun>& traces) {
-  std::vector<Verdict> v;
-  for (const DynamicsRun& t : traces) v.push_back(t.verdict);
-  return verdict_text(v);
-}
-
 // A table with a row per run and a column per measure (then the verdicts, if asked); printed, and
 // written as DIR/NAME.csv.
 void emit(const Runs& runs, const std::string& heading, std::vector<std::string> columns,
@@ -307,7 +295,9 @@ void emit(const Runs& runs, const std::string& heading, std::vector<std::string>
   for (const auto& [k, tr] : runs) {
     std::vector<std::string> row = {run_label(k)};
     for (const Measure& m : measures) row.push_back(over_seeds(tr, m, digits));
-    if (with_verdicts) row.push_back(verdicts(tr));
+    std::vector<Verdict> verdicts;
+    for (const DynamicsRun& t : tr) verdicts.push_back(t.verdict);
+    if (with_verdicts) row.push_back(verdict_text(verdicts));
     t.add_row(row);
   }
   std::printf("\n%s\n\n%s", heading.c_str(), t.to_text().c_str());
@@ -399,7 +389,6 @@ void draw_per_run(const RunKey& k, const std::vector<DynamicsRun>& tr, std::size
 std::vector<std::string> ln_names_of(const ModelOptions& mo, const std::string& placement) {
   ModelOptions m = mo;
   m.placement = placement;
-  m.layers = mo.layers;
   nn::TransformerLM model(m.config());
   IndexArray ids = IndexArray::from_shape({1, 1});
   ids(0, 0) = 0;
@@ -413,44 +402,36 @@ std::vector<std::string> ln_names_of(const ModelOptions& mo, const std::string& 
 
 // steps.csv: one row per (run, seed, step) with every measurement.
 void write_steps_csv(const Runs& runs, const ModelOptions& mo, unsigned seed0, const std::filesystem::path& dir) {
-  std::size_t max_ln = 0;
-  std::vector<std::string> ln_cols;
+  std::vector<std::string> ln_cols, heads;  // the LN columns: those of the placement with the most LNs
   for (const auto& [k, tr] : runs) {
     const std::vector<std::string> names = ln_names_of(mo, k.placement);
-    if (names.size() > max_ln) max_ln = names.size(), ln_cols = names;
+    if (names.size() > ln_cols.size()) ln_cols = names;
   }
+  for (std::size_t b = 0; b < mo.layers; ++b)
+    for (std::size_t h = 0; h < mo.heads; ++h) heads.push_back("b" + std::to_string(b) + "h" + std::to_string(h));
   std::vector<std::string> cols = {"placement", "warmup", "seed", "step", "loss", "lr", "grad_norm", "output_move"};
-  for (const std::string& n : layer_names(mo.layers)) cols.push_back("grad_" + n);
-  for (const std::string& n : ln_cols) cols.push_back("ln_in_rms_" + n);
-  for (const std::string& n : ln_cols) cols.push_back("ln_gain_" + n);
-  for (const std::string& n : update_group_names(mo.layers)) cols.push_back("update_ratio_" + n);
-  for (std::size_t b = 0; b < mo.layers; ++b)
-    for (std::size_t h = 0; h < mo.heads; ++h)
-      cols.push_back("att_entropy_b" + std::to_string(b) + "h" + std::to_string(h));
-  for (std::size_t b = 0; b < mo.layers; ++b)
-    for (std::size_t h = 0; h < mo.heads; ++h)
-      cols.push_back("att_logit_max_b" + std::to_string(b) + "h" + std::to_string(h));
-  for (const char* c : {"log_z_mean", "log_z_max", "logit_rms"}) cols.push_back(c);
-  for (const std::string& n : spectral_group_names(mo.layers)) cols.push_back("spectral_ratio_" + n);
+  const auto add = [&](const std::string& prefix, const std::vector<std::string>& names) {
+    for (const std::string& n : names) cols.push_back(prefix + n);
+  };
+  add("grad_", layer_names(mo.layers)), add("ln_in_rms_", ln_cols), add("ln_gain_", ln_cols);
+  add("update_ratio_", update_group_names(mo.layers)), add("att_entropy_", heads), add("att_logit_max_", heads);
+  add("", {"log_z_mean", "log_z_max", "logit_rms"}), add("spectral_ratio_", spectral_group_names(mo.layers));
   // loss_change = L(W + d) - L(W) on the step's batch, loss_linear = g . d, loss_ratio = their ratio
-  for (const char* c : {"loss_change", "loss_linear", "loss_ratio", "token_share"}) cols.push_back(c);
+  add("", {"loss_change", "loss_linear", "loss_ratio", "token_share"});
   Table t(cols);
   for (const auto& [k, tr] : runs)
     for (std::size_t s = 0; s < tr.size(); ++s)
       for (std::size_t i = 0; i < tr[s].steps.size(); ++i) {
         const StepRecord& r = tr[s].steps[i];
-        std::vector<std::string> row = {k.placement,           std::to_string(k.warmup), std::to_string(seed0 + s),
-                                        std::to_string(i + 1), fmt(r.loss, 7),           fmt(r.lr, 7),
-                                        fmt(r.grad_norm, 7),   fmt(r.output_move, 7)};
-        for (double g : r.layer_grad) row.push_back(fmt(g, 7));
-        for (std::size_t j = 0; j < max_ln; ++j) row.push_back(j < r.ln_rms.size() ? fmt(r.ln_rms[j], 7) : "");
-        for (std::size_t j = 0; j < max_ln; ++j) row.push_back(j < r.ln_gain.size() ? fmt(r.ln_gain[j], 7) : "");
-        for (double u : r.update_ratio) row.push_back(fmt(u, 7));
-        for (double e : r.att_entropy) row.push_back(fmt(e, 7));
-        for (double a : r.att_logit_max) row.push_back(fmt(a, 7));
-        for (double x : {r.log_z_mean, r.log_z_max, r.logit_rms}) row.push_back(fmt(x, 7));
-        for (double x : r.spectral_ratio) row.push_back(fmt(x, 7));
-        for (double x : {r.loss_change, r.loss_linear, loss_ratio(r), r.token_share}) row.push_back(fmt(x, 7));
+        std::vector<std::string> row = {k.placement, std::to_string(k.warmup), std::to_string(seed0 + s),
+                                        std::to_string(i + 1)};
+        const auto put = [&](const std::vector<double>& v) { for (double x : v) row.push_back(fmt(x, 7)); };
+        const auto put_ln = [&](const std::vector<double>& v) {  // padded with "" (rezero has no LN)
+          for (std::size_t j = 0; j < ln_cols.size(); ++j) row.push_back(j < v.size() ? fmt(v[j], 7) : "");
+        };
+        put({r.loss, r.lr, r.grad_norm, r.output_move}), put(r.layer_grad), put_ln(r.ln_rms), put_ln(r.ln_gain);
+        put(r.update_ratio), put(r.att_entropy), put(r.att_logit_max), put({r.log_z_mean, r.log_z_max, r.logit_rms});
+        put(r.spectral_ratio), put({r.loss_change, r.loss_linear, loss_ratio(r), r.token_share});
         t.add_row(row);
       }
   t.write_csv(dir / "steps.csv");
@@ -460,8 +441,7 @@ void plots(const Runs& runs, const nn::Corpus& corpus, const ModelOptions& mo, c
            const std::filesystem::path& dir) {
   const double n = static_cast<double>(o.steps);
   draw_runs(runs, train_loss, "training loss", "loss (nats)", false, dir, "loss",
-            {Series{"uniform log V", {1, n}, {corpus.uniform, corpus.uniform}, {}},
-             Series{"unigram H1", {1, n}, {corpus.unigram, corpus.unigram}, {}}});
+            {flat_line("uniform log V", 1, n, corpus.uniform), flat_line("unigram H1", 1, n, corpus.unigram)});
   draw_runs(runs, output_move, "output move: RMS change of the probe logits per update", "RMS change (log scale)", true,
             dir, "output_move");
   draw_runs(runs, ln_rms, "RMS of the LN inputs, mean over the LNs", "RMS (log scale)", true, dir, "ln_input_rms");
@@ -514,7 +494,10 @@ void early_window_table(const Runs& runs, const nn::Corpus& corpus, const ModelO
   for (const auto& [k, tr] : runs)
     for (std::size_t t = 1; t <= e; ++t) {
       std::vector<std::string> row = {run_label(k), std::to_string(t)};
-      for (const Field& f : fields) row.push_back(std::isnan(seed_mean(tr, t, f)) ? "-" : fmt(seed_mean(tr, t, f), 3));
+      for (const Field& f : fields) {
+        const double y = seed_mean(tr, t, f);
+        row.push_back(std::isnan(y) ? "-" : fmt(y, 3));
+      }
       if (std::find(shown.begin(), shown.end(), t) != shown.end()) printed.add_row(row);
       every.add_row(row);
     }
