@@ -23,6 +23,9 @@ namespace {
 constexpr double no_limit = std::numeric_limits<double>::infinity();
 constexpr std::uintmax_t max_text_bytes = std::uintmax_t{256} << 20;  // --text: 256 MiB
 
+// The most --jobs may be: 4 x the hardware threads (a thread per job; more only wait for a core).
+unsigned max_jobs() { return 4 * std::max(1u, std::thread::hardware_concurrency()); }
+
 // What values a flag takes.
 struct Range {
   enum class Kind { whole, real, choice, placement, file, directory, shard, any };
@@ -140,12 +143,24 @@ const std::vector<std::pair<std::string, Range>>& table() {
   return rows;
 }
 
-// One value written so that it reads back to the same value: a double in its shortest exact form.
-std::string exact_text(const std::string& v) { return v; }
-std::string exact_text(double v) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, end);
+// A value written so that it reads back to the same value: a double in its shortest exact form.
+template <class T>
+std::string exact_text(const T& v) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return v;
+  } else if constexpr (std::is_same_v<T, double>) {
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, end);
+  } else {
+    return std::to_string(v);
+  }
+}
+template <class T>
+std::string exact_text(const std::vector<T>& v) {
+  std::string s;
+  for (const T& x : v) s += (s.empty() ? "" : ",") + exact_text(x);
+  return s;
 }
 
 const Range& range_of(const std::string& program, const std::string& name) {
@@ -166,8 +181,8 @@ std::string text_of(const Range& r, double type_max) {
   std::string s;
   switch (r.kind) {
     case Range::Kind::whole:
-      s = "a whole number " + (hi < no_limit && hi < 1e19 ? "in [" + exact_text(r.lo) + ", " + exact_text(hi) + "]"
-                                                           : ">= " + exact_text(r.lo));
+      s = "a whole number " + (hi < 1e19 ? "in [" + exact_text(r.lo) + ", " + exact_text(hi) + "]"
+                                        : ">= " + exact_text(r.lo));
       break;
     case Range::Kind::real:
       s = std::string("a finite number ") + (r.above ? "> " : ">= ") + exact_text(r.lo);
@@ -194,18 +209,18 @@ std::string problem(const Range& r, double type_max, std::string& text) {
   const std::string bad = "'" + text + "' is not " + text_of(r, type_max);
   switch (r.kind) {
     case Range::Kind::whole: {
+      if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return bad;  // no sign
       std::uint64_t v = 0;
       const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-      const bool digits = !text.empty() && end == text.data() + text.size() && ec == std::errc();
+      const bool overflow = ec == std::errc::result_out_of_range;
       const double hi = std::min(r.hi, type_max);
-      const bool all_digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-      if (all_digits && (ec == std::errc::result_out_of_range || (digits && static_cast<double>(v) > hi))) {
+      if (overflow || static_cast<double>(v) > hi) {
         char most[32];
         std::snprintf(most, sizeof most, "%.0f", hi);
         if (r.hi < no_limit) return "'" + text + "' is too large for " + text_of(r, type_max);  // "in [1, 8]"
         return "'" + text + "' is too large: the most it may be is " + most;
       }
-      return digits && static_cast<double>(v) >= r.lo && static_cast<double>(v) <= hi ? "" : bad;
+      return static_cast<double>(v) >= r.lo ? "" : bad;
     }
     case Range::Kind::real: {
       char* end = nullptr;
@@ -251,95 +266,69 @@ std::string problem(const Range& r, double type_max, std::string& text) {
   return bad;
 }
 
-// ---- a flag's value as text (for checkpoints, resume.hpp) ----
+// ---- a flag's value as text (checkpoints, resume.hpp) ----
+// CLI11 cannot give a value back exactly: it writes a double with 6 digits, and reads one with strtold
+// and then rounds to double, which can round twice (1 in 10^4 shortest texts of a double do not read
+// back to it). So each flag also keeps these two functions of its own variable.
 
+// One value from text, checked by the flag's validator (its range), which renames a placement as on the
+// command line; a list element by element. Throws gs::Error with what is wrong.
 template <class T>
-std::string exact_text(T v) {
-  return std::to_string(v);
-}
-template <class T>
-std::string exact_text(const std::vector<T>& v) {
-  std::string s;
-  for (const T& x : v) s += (s.empty() ? "" : ",") + exact_text(x);
-  return s;
-}
-
-// One value read from text already checked against its range.
-void read_text(const std::string& text, std::string& v) { v = text; }
-void read_text(const std::string& text, double& v) { v = std::strtod(text.c_str(), nullptr); }
-template <class T>
-void read_text(const std::string& text, T& v) {
-  std::from_chars(text.data(), text.data() + text.size(), v);
-}
-
-// What flag_value, canonical_flag_value and set_flag use: the flag's variable, its type and its range.
-struct FlagAccess {
-  std::function<std::string()> value;
-  std::function<std::string(const std::string&)> canonical;  // throws gs::Error if out of range
-  std::function<void(const std::string&)> set;
-};
-
-std::map<const CLI::Option*, FlagAccess>& accesses() {
-  static std::map<const CLI::Option*, FlagAccess> m;
-  return m;
-}
-
-const FlagAccess& access_of(const CLI::App& app, const std::string& name) {
-  const auto it = accesses().find(app.get_option_no_throw(name));
-  if (it == accesses().end()) throw Error(name + " is not a flag of " + app.get_name() + " added with add_flag");
-  return it->second;
-}
-
-template <class T>
-std::vector<T> read_values(const Range& range, double type_max, const std::string& text, T*) {
-  std::string t = text;
-  if (const std::string p = problem(range, type_max, t); !p.empty()) throw Error(p);
-  T v{};
-  read_text(t, v);
-  return {v};
+void read_checked(const CLI::Validator& check, std::string text, T& v) {
+  if (const std::string why = check(text); !why.empty()) throw Error(why);
+  if constexpr (std::is_same_v<T, std::string>) v = text;
+  else if constexpr (std::is_same_v<T, double>) v = std::strtod(text.c_str(), nullptr);  // reads exact_text back
+  else std::from_chars(text.data(), text.data() + text.size(), v);
 }
 template <class T>
-std::vector<T> read_values(const Range& range, double type_max, const std::string& text, std::vector<T>*) {
-  std::vector<T> values;
-  std::size_t from = 0;
-  while (true) {
-    const std::size_t comma = text.find(',', from);
-    values.push_back(read_values(range, type_max, text.substr(from, comma - from), static_cast<T*>(nullptr)).front());
-    if (comma == std::string::npos) return values;
-    from = comma + 1;
+void read_checked(const CLI::Validator& check, const std::string& text, std::vector<T>& v) {
+  v.clear();
+  for (std::size_t from = 0, comma = 0; comma != std::string::npos; from = comma + 1) {
+    comma = text.find(',', from);
+    read_checked(check, text.substr(from, comma - from), v.emplace_back());
   }
 }
 
-template <class T>
-struct is_list : std::false_type {};
-template <class T>
-struct is_list<std::vector<T>> : std::true_type {};
+struct Variable {
+  std::function<std::string()> text;  // the value, as exact_text writes it
+  // `text` read as the flag reads it, written back as exact_text; with `store` also into the variable.
+  std::function<std::string(const std::string& text, bool store)> read;
+};
+
+std::map<const CLI::Option*, Variable>& variables() {
+  static std::map<const CLI::Option*, Variable> m;
+  return m;
+}
 
 template <class T>
-FlagAccess access_to(T& value, const Range& range, double type_max) {
-  FlagAccess a;
-  a.value = [&value] { return exact_text(value); };
-  auto read = [&range, type_max](const std::string& text) {
-    T parsed{};
-    if constexpr (std::is_same_v<T, std::string>)
-      if (text.empty()) return parsed;  // a string flag's "none" (--text: the Markov corpus)
-    if constexpr (is_list<T>::value) parsed = read_values(range, type_max, text, &parsed);
-    else parsed = read_values(range, type_max, text, &parsed).front();
-    return parsed;
+Variable variable(T& value, const CLI::Validator& check) {
+  auto read = [&value, check](const std::string& text, bool store) {
+    T v{};
+    // A string flag's "" is its "none" (--text: the Markov corpus), which no range holds.
+    if (!std::is_same_v<T, std::string> || !text.empty()) read_checked(check, text, v);
+    if (store) value = v;
+    return exact_text(v);
   };
-  a.canonical = [read](const std::string& text) { return exact_text(read(text)); };
-  a.set = [read, &value](const std::string& text) { value = read(text); };
-  return a;
+  return {[&value] { return exact_text(value); }, read};
+}
+
+const Variable& variable_of(const CLI::App& app, const std::string& name) {
+  const auto it = variables().find(app.get_option_no_throw(name));
+  if (it == variables().end()) throw Error(name + " is not a flag of " + app.get_name() + " added with add_flag");
+  return it->second;
+}
+
+std::string with_range(const std::string& help, const std::string& range) {
+  return range.empty() ? help : help + " [" + range + "]";
 }
 
 // The flag with its range: checked on every element, stated in --help.
 template <class T>
 CLI::Option* add(CLI::App& app, const std::string& name, T& value, const std::string& help, double type_max) {
   const Range& range = range_of(app.get_name(), name);
-  const std::string text = text_of(range, type_max);
-  CLI::Option* option = app.add_option(name, value, text.empty() ? help : help + " [" + text + "]");
-  accesses()[option] = access_to(value, range, type_max);
+  CLI::Option* option = app.add_option(name, value, with_range(help, text_of(range, type_max)));
   const CLI::Validator check([&range, type_max](std::string& v) { return problem(range, type_max, v); }, "", "range");
+  variables()[option] = variable(value, check);
   if (range.kind == Range::Kind::placement)
     option->transform(check);
   else
@@ -349,23 +338,16 @@ CLI::Option* add(CLI::App& app, const std::string& name, T& value, const std::st
 
 }  // namespace
 
-std::string flag_value(const CLI::App& app, const std::string& name) { return access_of(app, name).value(); }
+std::string flag_value(const CLI::App& app, const std::string& name) { return variable_of(app, name).text(); }
 
 std::string canonical_flag_value(const CLI::App& app, const std::string& name, const std::string& text) {
-  return access_of(app, name).canonical(text);
+  return variable_of(app, name).read(text, false);
 }
 
-void set_flag(CLI::App& app, const std::string& name, const std::string& text) { access_of(app, name).set(text); }
-
-unsigned max_jobs() { return 4 * std::max(1u, std::thread::hardware_concurrency()); }
+void set_flag(CLI::App& app, const std::string& name, const std::string& text) { variable_of(app, name).read(text, true); }
 
 void describe(CLI::App& app, const std::string& name, const std::string& help) {
-  const std::string text = text_of(range_of(app.get_name(), name), no_limit);
-  app.get_option(name)->description(text.empty() ? help : help + " [" + text + "]");
-}
-
-std::string range_text(const std::string& program, const std::string& name) {
-  return text_of(range_of(program, name), no_limit);
+  app.get_option(name)->description(with_range(help, text_of(range_of(app.get_name(), name), no_limit)));
 }
 
 CLI::Option* add_flag(CLI::App& app, const std::string& name, std::size_t& v, const std::string& help) {

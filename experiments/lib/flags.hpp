@@ -42,11 +42,6 @@ void set_flag(CLI::App& app, const std::string& name, const std::string& text);
 // Gives an added flag another description (a binary's own meaning of a shared flag); its range stays.
 void describe(CLI::App& app, const std::string& name, const std::string& help);
 
-// What a flag's range is, in words ("a whole number >= 1"), as --help and the errors state it.
-std::string range_text(const std::string& program, const std::string& name);
-// The most --jobs may be: 4 x the hardware threads (a thread per job; more only wait for a core).
-unsigned max_jobs();
-
 // Before parsing: every default re-read from its variable (so a binary may change defaults after
 // adding the flags), "(none)" where there is none, and the one-line error format above.
 void finish_cli(CLI::App& app);
