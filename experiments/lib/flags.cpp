@@ -293,6 +293,7 @@ struct Variable {
   std::function<std::string()> text;  // the value, as exact_text writes it
   // `text` read as the flag reads it, written back as exact_text; with `store` also into the variable.
   std::function<std::string(const std::string& text, bool store)> read;
+  bool real = false;  // a double or a list of them: finish_cli reads it again after CLI11 (see there)
 };
 
 std::map<const CLI::Option*, Variable>& variables() {
@@ -309,7 +310,8 @@ Variable variable(T& value, const CLI::Validator& check) {
     if (store) value = v;
     return exact_text(v);
   };
-  return {[&value] { return exact_text(value); }, read};
+  return {[&value] { return exact_text(value); }, read,
+          std::is_same_v<T, double> || std::is_same_v<T, std::vector<double>>};
 }
 
 const Variable& variable_of(const CLI::App& app, const std::string& name) {
@@ -387,6 +389,18 @@ void finish_cli(CLI::App& app) {
     for (char& c : line)
       if (c == '\n') c = ' ';
     return line + " (" + name + " --help lists the flags)\n";
+  });
+  // CLI11 reads a double with strtold and rounds that to double: rounded twice, some decimal texts come
+  // out 1 ulp from the double they name (--lr 4.91e-6 as 4.9100000000000004e-06). So a real flag given
+  // is read again from its text, with strtod, which rounds once.
+  app.final_callback([&app] {
+    for (const CLI::Option* option : app.get_options()) {
+      const auto it = variables().find(option);
+      if (it == variables().end() || !it->second.real || option->count() == 0) continue;
+      std::string text;
+      for (const std::string& r : option->results()) text += (text.empty() ? "" : ",") + r;
+      it->second.read(text, true);
+    }
   });
 }
 
