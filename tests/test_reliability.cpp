@@ -216,6 +216,8 @@ TEST_CASE("flags that do not apply, or mean nothing together, are refused naming
            {"train", {"--optimizer", "sgd", "--adam-beta2", "0.9"}, "--adam-beta2 0.9 is a hyperparameter of Adam, and "
                                                                     "--optimizer is sgd"},
            {"train", {"--warmup", "18446744073709551615"}, "--warmup: '18446744073709551615' is too large"},
+           // a seed list of 4e9 entries would be built before any check of memory
+           {"warmup", {"--seeds", "4000000000"}, "--seeds: '4000000000' is too large for a whole number in [1, 1000]"},
            {explorer, {"--lr", "nan"}, "explorer: error: --lr: 'nan' is not a finite number > 0"},
            {explorer, {"--lr", "0"}, "explorer: error: --lr: '0' is not a finite number > 0"},
        }) {

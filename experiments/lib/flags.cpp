@@ -65,7 +65,7 @@ const std::vector<std::pair<std::string, Range>>& table() {
       {"--qk-norm", choice({"none", "layer", "rms"})},
       // the grids
       {"--placements", of(Range::Kind::placement)},
-      {"--seeds", whole(1)},
+      {"--seeds", whole(1, 1000)},
       {"--jobs", whole(1, max_jobs())},
       {"--shard", of(Range::Kind::shard)},
       {"--merge", of(Range::Kind::directory)},
