@@ -295,9 +295,11 @@ void emit(const Runs& runs, const std::string& heading, std::vector<std::string>
   for (const auto& [k, tr] : runs) {
     std::vector<std::string> row = {run_label(k)};
     for (const Measure& m : measures) row.push_back(over_seeds(tr, m, digits));
-    std::vector<Verdict> verdicts;
-    for (const DynamicsRun& t : tr) verdicts.push_back(t.verdict);
-    if (with_verdicts) row.push_back(verdict_text(verdicts));
+    if (with_verdicts) {
+      std::vector<Verdict> verdicts;
+      for (const DynamicsRun& t : tr) verdicts.push_back(t.verdict);
+      row.push_back(verdict_text(verdicts));
+    }
     t.add_row(row);
   }
   std::printf("\n%s\n\n%s", heading.c_str(), t.to_text().c_str());

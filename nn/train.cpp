@@ -36,8 +36,10 @@ double forward_backward(TransformerLM& model, const Batch& batch) {
   Tape::current().reset();
   model.zero_grad();
   const Var l = model.loss(batch.inputs, batch.targets);  // CE (+ z-loss)
-  if (std::isfinite(l.value()())) l.backward();
-  return std::isfinite(l.value()()) ? model.last.ce.value()() : l.value()();  // the CE, NaN/Inf if the loss was
+  const double loss = l.value()();
+  if (!std::isfinite(loss)) return loss;  // NaN/Inf: no backward pass
+  l.backward();
+  return model.last.ce.value()();  // the CE alone
 }
 
 Update apply_update(Optimizer& optimizer, const Schedule& schedule, std::size_t step, double clip) {
