@@ -310,6 +310,60 @@ TEST_CASE("a merge refuses a shard whose cells.csv was changed, and a verdict th
   CHECK_THROWS_WITH(read_shards({(dir.path / "s").string()}, g, "test", ""), Contains("verdict 7, not a verdict code"));
 }
 
+namespace {
+
+// Rewrites cells.csv with `text` and shard.txt's checksum to match: a shard changed on purpose.
+void reseal_shard(const fs::path& dir, const std::string& text) {
+  test::overwrite(dir / "cells.csv", text);
+  std::string meta = nn::read_file(dir / "shard.txt");
+  meta = meta.substr(0, meta.find("cells_sha256 ")) + "cells_sha256 " + nn::sha256_hex(text) + "\n";
+  test::overwrite(dir / "shard.txt", meta);
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const std::size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("a merge checks every value as the run would have written it, naming the shard", "[reliability][shards]") {
+  test::TempDir dir("shard-values");
+  using namespace gs::experiments;
+  Grid g;
+  g.axis("lr", {"0.01", "0.1"});
+  std::vector<Record> records(g.size());
+  records[0] = {{"losses", {3.0, 2.5, 2.0}}, {"final_loss", {2.25}}, {"blew_up", {0.0}}, {"verdict", {0.0}}};
+  records[1] = {{"losses", {3.0, NAN}}, {"final_loss", {NAN}}, {"blew_up", {2.0}}, {"verdict", {2.0}}};
+  const fs::path s1 = dir.path / "s1", s2 = dir.path / "s2";
+  write_shard(s1, g, Shard{1, 2}.cells(g.size()), records, "test", Shard{1, 2}, "");
+  write_shard(s2, g, Shard{2, 2}.cells(g.size()), records, "test", Shard{2, 2}, "");
+  const std::vector<std::string> both = {s1.string(), s2.string()};
+  const std::vector<Record> merged = read_shards(both, g, "test", "");
+  CHECK(merged[1].get("blew_up") == 2.0);
+  // A quantity the report asks for and the shard lacks: the error names the shard and the cell.
+  CHECK_THROWS_WITH(merged[1].get("grad_ratio"), Contains("--merge " + s2.string() + ": cell 1 (lr 0.1): no quantity named grad_ratio"));
+
+  const std::string good1 = nn::read_file(s1 / "cells.csv"), good2 = nn::read_file(s2 / "cells.csv");
+  reseal_shard(s1, replaced(good1, "final_loss,2.25", "final_loss,-7"));
+  CHECK_THROWS_WITH(read_shards(both, g, "test", ""),
+                    Contains("--merge " + s1.string() + ": cells.csv row") && Contains("has final_loss -7, not a loss"));
+  reseal_shard(s1, replaced(good1, "blew_up,0", "blew_up,7"));
+  CHECK_THROWS_WITH(read_shards(both, g, "test", ""),
+                    Contains("--merge " + s1.string() + ": cell 0 has blew_up 7 but 3 training losses"));
+  reseal_shard(s1, replaced(good1, "blew_up,0", "blew_up,0.5"));
+  CHECK_THROWS_WITH(read_shards(both, g, "test", ""), Contains("has blew_up 0.5, not a step number"));
+  reseal_shard(s1, good1);
+  reseal_shard(s2, replaced(good2, "verdict,2", "verdict,0"));
+  CHECK_THROWS_WITH(read_shards(both, g, "test", ""),
+                    Contains("--merge " + s2.string() + ": cell 1 has blew_up 2 but verdict 0, not 2 (diverged)"));
+  reseal_shard(s2, replaced(good2, "final_loss,nan", "final_loss,2.5"));
+  CHECK_THROWS_WITH(read_shards(both, g, "test", ""), Contains("cell 1 has blew_up 2 but a final loss of 2.5"));
+  reseal_shard(s2, good2);
+  CHECK(read_shards(both, g, "test", "").size() == 2);
+}
+
 // ---- measurements that mean nothing, memory ----
 
 TEST_CASE("amplification: an --eps whose perturbation overflows or vanishes is an error naming it, before any file",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -69,13 +70,15 @@ std::string Grid::describe(std::size_t cell) const {
 
 const std::vector<double>& Record::list(const std::string& name) const {
   const auto it = quantities_.find(name);
-  if (it == quantities_.end()) throw Error("record: no quantity named " + name);
+  if (it == quantities_.end()) throw Error((origin_.empty() ? "record" : origin_) + ": no quantity named " + name);
   return it->second;
 }
 
 double Record::get(const std::string& name) const {
   const std::vector<double>& v = list(name);
-  if (v.size() != 1) throw Error("record: " + name + " is a list of " + std::to_string(v.size()) + ", not one number");
+  if (v.size() != 1)
+    throw Error((origin_.empty() ? "record" : origin_) + ": " + name + " is a list of " + std::to_string(v.size()) +
+                ", not one number");
   return v[0];
 }
 
@@ -208,6 +211,41 @@ Shard check_shard(const std::string& dir, const std::string& meta, const std::st
   return s;
 }
 
+// A merged value is checked as the run that wrote it would have made it, by its quantity's name, the
+// names every grid experiment shares: a cross-entropy is >= 0 (NaN or +Inf where the run blew up), a
+// step number or count is a whole number >= 0, a verdict is a code of Verdict (training.hpp).
+bool is_loss(const std::string& name) { return name == "loss" || name == "losses" || name == "final_loss" || name == "init_loss"; }
+bool is_step(const std::string& name) { return name == "blew_up" || name == "steps"; }
+
+void check_value_range(const std::string& name, const std::vector<double>& values, const std::string& where) {
+  for (double v : values) {
+    if (is_loss(name) && v < 0.0)
+      throw Error(where + " has " + name + " " + text_of_number(v) + ", not a loss (a cross-entropy is >= 0)");
+    if (is_step(name) && !(v >= 0.0 && v == std::floor(v) && v < 1e15))
+      throw Error(where + " has " + name + " " + text_of_number(v) + ", not a step number (a whole number >= 0)");
+    if (name == "verdict" && !(v == 0.0 || v == 1.0 || v == 2.0))  // trained 0, stuck 1, diverged 2
+      throw Error(where + " has verdict " + text_of_number(v) + ", not a verdict code (0 trained, 1 stuck, 2 diverged)");
+  }
+}
+
+// What a cell that blew up must be, as its run wrote it: blew_up = k > 0 is the step of the first
+// non-finite loss, at which the run stopped, so there are k training losses, the final loss is NaN (no
+// evaluation was made) and the verdict is diverged (2).
+void check_blow_up(const Record& r, const std::string& where) {
+  if (!r.has("blew_up")) return;
+  const double k = r.get("blew_up");
+  if (k == 0.0) return;
+  if (r.has("losses") && static_cast<double>(r.list("losses").size()) != k)
+    throw Error(where + " has blew_up " + text_of_number(k) + " but " + std::to_string(r.list("losses").size()) +
+                " training losses (a run stops at the step it blows up)");
+  if (r.has("final_loss") && !std::isnan(r.get("final_loss")))
+    throw Error(where + " has blew_up " + text_of_number(k) + " but a final loss of " + text_of_number(r.get("final_loss")) +
+                " (a run that blew up has none: NaN)");
+  if (r.has("verdict") && r.get("verdict") != 2.0)
+    throw Error(where + " has blew_up " + text_of_number(k) + " but verdict " + text_of_number(r.get("verdict")) +
+                ", not 2 (diverged)");
+}
+
 // One row of a shard's cells.csv ("cell,<axes...>,quantity,values") into records; seen[cell] = true.
 void read_row(const std::vector<std::string>& f, const std::string& where, const Grid& grid, const Shard& s,
               std::vector<Record>& records, std::vector<bool>& seen) {
@@ -229,11 +267,7 @@ void read_row(const std::vector<std::string>& f, const std::string& where, const
     values.push_back(std::strtod(text.c_str(), &end));
     if (text.empty() || *end != '\0') throw Error(where + ": '" + text + "' is not a number");
   }
-  if (name == "verdict")  // a code of Verdict (training.hpp): trained 0, stuck 1, diverged 2
-    for (double v : values)
-      if (!(v == 0.0 || v == 1.0 || v == 2.0))
-        throw Error(where + ": cell " + f[0] + " has verdict " + text_of_number(v) +
-                    ", not a verdict code (0 trained, 1 stuck, 2 diverged)");
+  check_value_range(name, values, where + ": cell " + f[0]);
   records[c].set(name, std::move(values));
 }
 
@@ -260,8 +294,12 @@ std::vector<Record> read_shards(const std::vector<std::string>& dirs, const Grid
   }
   for (std::size_t k = 0; k < shard_of.size(); ++k)
     if (shard_of[k].empty()) throw Error("--merge: shard " + std::to_string(k + 1) + " of " + std::to_string(shard_of.size()) + " is missing");
-  for (std::size_t c = 0; c < grid.size(); ++c)
+  for (std::size_t c = 0; c < grid.size(); ++c) {
     if (!seen[c]) throw Error("--merge: no shard measured cell " + std::to_string(c) + " (" + grid.describe(c) + ")");
+    const Shard whose{c % shard_of.size() + 1, shard_of.size()};
+    records[c].set_origin("--merge " + shard_of[whose.k - 1] + ": cell " + std::to_string(c) + " (" + grid.describe(c) + ")");
+    check_blow_up(records[c], "--merge " + shard_of[whose.k - 1] + ": cell " + std::to_string(c));
+  }
   return records;
 }
 

@@ -51,9 +51,13 @@ class Record {
   double get(const std::string& name) const;                     // throws unless a list of one
   const std::vector<double>& list(const std::string& name) const;  // throws if absent
   const std::map<std::string, std::vector<double>>& quantities() const { return quantities_; }
+  // Where a merged record came from ("--merge DIR: cell 3 (post, seed 1)"); "" for one measured in this
+  // process. get and list name it when they throw, so a quantity missing from a shard names the shard.
+  void set_origin(std::string origin) { origin_ = std::move(origin); }
 
  private:
   std::map<std::string, std::vector<double>> quantities_;
+  std::string origin_;
 };
 
 // The runs of every seed (the last axis) of the cell at `positions` on the axes before it, in seed order:
@@ -101,7 +105,9 @@ void write_shard(const std::filesystem::path& dir, const Grid& grid, const std::
                  const std::vector<Record>& records, const std::string& program, const Shard& shard,
                  const std::string& flags);
 // Every cell's record from the shards in `dirs`. Throws gs::Error naming the directory unless they are
-// all the shards 1..N of one run of `program` with these `flags`, over this grid.
+// all the shards 1..N of one run of `program` with these `flags`, over this grid, and every value is one
+// the run could have written (check_merged_values in grid.cpp: losses >= 0, step numbers whole, verdicts
+// codes, and a cell that blew up at step k has k losses, a NaN final loss and the verdict diverged).
 std::vector<Record> read_shards(const std::vector<std::string>& dirs, const Grid& grid, const std::string& program,
                                 const std::string& flags);
 
