@@ -6,8 +6,9 @@
 //
 //   node tests/browser/explorer_clicks.mjs PAGE.html
 //
-// Prints "ok ..." or "FAIL ..." per check; exit 0 all ok, 1 any FAIL, 77 (ctest: skipped) when
-// playwright-core or Chromium is missing or Chromium cannot start (scripts/install-deps installs both).
+// Prints "ok ..." or "FAIL ..." per check; exit 0 all ok, 1 any FAIL, 77 (ctest: skipped) only when
+// playwright-core or Chromium is missing (scripts/install-deps installs both). A Chromium that is
+// installed and cannot start fails the test.
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -38,8 +39,8 @@ try {
       '--disable-component-update', '--disable-sync'],
   });
 } catch (e) {
-  console.log('SKIPPED: Chromium could not start: ' + String(e.message).split('\n')[0]);
-  process.exit(SKIP);
+  console.log('FAIL Chromium is installed but could not start: ' + String(e.message).split('\n')[0]);
+  process.exit(1);
 }
 
 let failed = 0;
