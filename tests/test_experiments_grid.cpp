@@ -60,7 +60,7 @@ TEST_CASE("two shards written and merged give back every record bit for bit", "[
                         std::nan(""), -std::nan(""), 1.0 / 3.0};
   std::vector<Record> records(g.size());
   for (std::size_t c = 0; c < g.size(); ++c) {
-    records[c].set("loss", odd[c % 8] * static_cast<double>(c + 1));
+    records[c].set("value", odd[c % 8] * static_cast<double>(c + 1));
     records[c].set("curve", {odd[(c + 1) % 8], odd[(c + 2) % 8], 2.5});
   }
   const fs::path dir = fs::temp_directory_path() / "gradscope_test_grid_shards";
