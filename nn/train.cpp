@@ -46,11 +46,13 @@ Update apply_update(Optimizer& optimizer, const Schedule& schedule, std::size_t 
   Update u;
   u.grad_norm = clip_grad_norm(optimizer.parameters(), clip);
   u.lr = schedule.lr(step);
-  optimizer.step(u.lr);
+  if (u.taken()) optimizer.step(u.lr);  // an overflowed gradient moves nothing, and says so
   return u;
 }
 
-bool StepResult::finite() const { return std::isfinite(loss); }
+bool Update::taken() const { return std::isfinite(grad_norm); }
+
+bool StepResult::finite() const { return std::isfinite(loss) && std::isfinite(grad_norm); }
 
 StepResult train_step(TransformerLM& model, Optimizer& optimizer, const StepSetup& setup, std::size_t step) {
   return train_step(model, optimizer, setup, step, training_batch(*setup.data, setup.batch, setup.seq, setup.seed, step));
@@ -71,7 +73,7 @@ StepResult train_step(TransformerLM& model, Optimizer& optimizer, const StepSetu
   const Update u = apply_update(optimizer, setup.schedule, step, setup.clip);
   r.grad_norm = u.grad_norm;
   r.lr = u.lr;
-  if (hooks.after_update) hooks.after_update(step, u.lr);
+  if (u.taken() && hooks.after_update) hooks.after_update(step, u.lr);
   return r;
 }
 

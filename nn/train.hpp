@@ -3,7 +3,7 @@
 //
 //   for (std::size_t step = 0; step < steps; ++step) {
 //     const StepResult r = train_step(model, optimizer, setup, step);   // batch, pass, update
-//     if (!r.finite()) break;                                           // the loss blew up: no update
+//     if (!r.finite()) break;                                           // loss or gradient blew up: no update
 //   }
 //   const double held_out = evaluate(model, data, batch, seq, eval_batches, seed);
 //
@@ -48,11 +48,14 @@ double forward_backward(TransformerLM& model, const Batch& batch);
 
 struct Update {
   double grad_norm = 0.0;  // the global gradient norm before clipping
-  double lr = 0.0;         // the rate this update used
+  double lr = 0.0;         // the rate this update used (or would have used)
+  bool taken() const;      // false when grad_norm is not finite: then the weights did not move
 };
 
 // Clips the global gradient norm to `clip` (0: no clipping) and takes one optimizer step at
-// schedule.lr(step).
+// schedule.lr(step). A gradient whose norm is not finite (an overflow: |g|^2 > 1e308) takes no step:
+// Adam would divide by a second moment of Inf and move no weight, silently. The caller sees
+// !taken() and stops the run as it would for a loss of NaN/Inf.
 Update apply_update(Optimizer& optimizer, const Schedule& schedule, std::size_t step, double clip);
 
 // What a caller adds to every step without the loop knowing of it (a stop on a signal, a recorder of
@@ -77,11 +80,11 @@ struct StepResult {
   double loss = 0.0;       // the training batch's loss before the update
   double grad_norm = 0.0;  // NaN when the loss was not finite (then nothing was updated)
   double lr = 0.0;
-  bool finite() const;
+  bool finite() const;     // the loss and the gradient norm are finite: the update was taken
 };
 
 // Step `step` (0-based): hooks.before, training_batch, forward_backward, then (if the loss is finite)
-// hooks.after_backward, apply_update, hooks.after_update.
+// hooks.after_backward, apply_update, and (if the update was taken) hooks.after_update.
 StepResult train_step(TransformerLM& model, Optimizer& optimizer, const StepSetup& setup, std::size_t step);
 // The same on a batch drawn by the caller (setup.data is not read).
 StepResult train_step(TransformerLM& model, Optimizer& optimizer, const StepSetup& setup, std::size_t step,
