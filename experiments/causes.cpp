@@ -261,7 +261,7 @@ std::vector<Array> warmup_values(const ModelOptions& m, const nn::Corpus& corpus
   const nn::Schedule schedule{nn::ScheduleKind::warmup, o.lr, o.group_warmup, o.steps, 0.1};
   for (std::size_t step = 0; step < steps; ++step) {
     if (!std::isfinite(nn::forward_backward(model, nn::training_batch(corpus.data, m.batch, m.seq, m.seed, step)))) break;
-    nn::apply_update(*optimizer, schedule, step, 0.0);
+    if (!nn::apply_update(*optimizer, schedule, step, 0.0).taken()) break;
   }
   return parameter_values(model);
 }
@@ -288,11 +288,19 @@ CausesRun run_one(ModelOptions m, const Variant& variant, const nn::Corpus& corp
     apply_row(variant, step, model, *optimizer, grouped, source);
     const double loss = nn::forward_backward(model, nn::training_batch(corpus.data, m.batch, m.seq, m.seed, step));
     run.losses.push_back(loss);
-    if (!std::isfinite(loss)) break;
+    const std::string row = "row '" + variant.name + "'";
+    if (!std::isfinite(loss)) {
+      refuse_first_step({loss, NAN, 0.0}, step, row);
+      break;
+    }
     if (measured) window.add(model, variant.optimizer.eps);
     const bool first_move = std::isnan(run.update_ratio) && schedule.lr(step) > 0;
     const std::vector<Array> before = first_move ? parameter_values(model) : std::vector<Array>{};
     const nn::Update u = nn::apply_update(*optimizer, schedule, step, 0.0);
+    if (!u.taken()) {  // the gradient overflowed: no weight moved
+      refuse_first_step({loss, u.grad_norm, u.lr}, step, row);
+      break;
+    }
     if (first_move) run.update_ratio = update_ratio(before, model);
     char what[96];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f", loss, u.lr, u.grad_norm);

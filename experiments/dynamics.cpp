@@ -148,13 +148,20 @@ DynamicsRun run_one(ModelOptions m, std::size_t warmup, const nn::Corpus& corpus
     StepRecord r;
     const nn::Batch batch = nn::training_batch(corpus.data, m.batch, m.seq, m.seed, step);
     r.loss = nn::forward_backward(model, batch);
-    if (!std::isfinite(r.loss)) break;
+    if (!std::isfinite(r.loss)) {
+      refuse_first_step({r.loss, NAN, 0.0}, step, o.opt.loss_term_flag());
+      break;
+    }
     read_tape(model, r);
     r.token_share = before.token_share;
     const double loss_before = last_loss(model);
     if (rec) rec->record_pass(step, Tape::current(), r.loss);
     const std::vector<Array> weights_before = parameter_values(model), grads = parameter_grads(model);
     const nn::Update u = nn::apply_update(*optimizer, schedule, step, o.clip);
+    if (!u.taken()) {  // the gradient overflowed: no weight moved, and the run stops as for a NaN loss
+      refuse_first_step({r.loss, u.grad_norm, u.lr}, step, o.opt.loss_term_flag());
+      break;
+    }
     r.update_ratio = update_ratios(weights_before, model);
     if (rec) rec->record_update(step);
     measure_update(model, batch, weights_before, grads, loss_before, starts, r);

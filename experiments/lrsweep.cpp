@@ -114,6 +114,7 @@ SweepRun run_one(ModelOptions m, const Variant& v, const nn::Corpus& corpus, dou
     const nn::StepResult s = nn::train_step(model, *optimizer, setup, step);
     run.losses.push_back(s.loss);
     if (!s.finite()) {
+      refuse_first_step(s, step, v.z_loss > 0 ? "+z's --z-coef " + fmt(v.z_loss) : "");
       run.blew_up = step + 1;
       break;
     }

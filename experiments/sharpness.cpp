@@ -159,7 +159,11 @@ SharpnessRun run_one(const ModelOptions& m, const nn::Corpus& corpus, double lr,
   r.lr.push_back(run.schedule.lr(0));
   Measurer measure{run.model, run.batch, scopes, go.lanczos, r, tick};
   for (std::size_t s = 0; s < go.steps && r.blew_up == 0; ++s) {
-    if (!nn::train_step(run.model, run.adam, run.setup, s).finite()) r.blew_up = s + 1;
+    const nn::StepResult step = nn::train_step(run.model, run.adam, run.setup, s);
+    if (!step.finite()) {
+      refuse_first_step(step, s, "");
+      r.blew_up = s + 1;
+    }
     const std::size_t taken = s + 1;  // updates taken
     if (r.blew_up == 0 && taken % go.every == 0) {
       r.steps.push_back(static_cast<double>(taken));

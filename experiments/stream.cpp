@@ -109,8 +109,8 @@ void train(nn::TransformerLM& model, const nn::Dataset& data, const nn::StepSetu
     const nn::StepResult r = nn::train_step(model, adam, setup, step, data.batch(nn::Split::train, setup.batch, setup.seq, rng));
     if (!r.finite())
       throw Error(nn::placement_name(model.config) + " L=" + std::to_string(model.config.layers) + " seed " +
-                  std::to_string(setup.seed) + ": the loss is " + std::to_string(r.loss) + " at step " +
-                  std::to_string(step));
+                  std::to_string(setup.seed) + ": " + not_finite_text(r, step) + " (--lr " + fmt(setup.schedule.base_lr) +
+                  " is the likely cause)");
   }
 }
 

@@ -179,6 +179,16 @@ double mean_log_z_sq(nn::TransformerLM& model) {
   return z_term;
 }
 
+// Why step `step` of the run is not finite, naming the flags most likely responsible: at step 0 the
+// loss term (no update has been taken); later the updates, so the rate and the weight decay.
+std::string not_finite_message(const nn::StepResult& r, std::size_t step, const TrainOptions& o) {
+  refuse_first_step(r, step, o.opt.loss_term_flag());
+  std::string likely = "--lr " + fmt(o.lr);
+  if (o.opt.weight_decay > 0) likely += " or --weight-decay " + fmt(o.opt.weight_decay);
+  return not_finite_text(r, step) + ": the updates blew the weights up; " + likely + " is the likely cause" +
+         (o.clip > 0 ? "" : " (--clip bounds the gradient of each update)");
+}
+
 // Steps start .. o.steps: batch, forward, backward, clip, update; train.csv and eval.csv in --out; then
 // the validation loss averaged over eval_batches batches. A signal stops the loop between two steps
 // (interrupt.hpp); what follows is then done for the steps finished.
@@ -194,7 +204,7 @@ Trained train_loop(nn::TransformerLM& model, nn::Optimizer& optimizer, const nn:
     if (stop_requested(step)) break;
     const auto step_start = Clock::now();
     const nn::StepResult r = nn::train_step(model, optimizer, setup, step);
-    if (!r.finite()) throw Error("the loss is " + std::to_string(r.loss) + " at step " + std::to_string(step));
+    if (!r.finite()) throw Error(not_finite_message(r, step, o));
     const double step_seconds = seconds_since(step_start);
     stepping_seconds += step_seconds;  // excludes evaluations
     const double z_term = mean_log_z_sq(model);
@@ -303,8 +313,7 @@ void draw_graph_at_step(Experiment& ex, const TrainOptions& o, nn::ModelConfig c
   const nn::StepSetup setup{&corpus.data, B, T, config.seed, schedule, o.clip, step_hooks(model)};
   for (std::size_t step = 0; step < ex.graph_step; ++step) {
     const nn::StepResult r = nn::train_step(model, *optimizer, setup, step);
-    if (!r.finite()) throw Error("--graph-step " + std::to_string(ex.graph_step) + ": the loss is " +
-                                 std::to_string(r.loss) + " at step " + std::to_string(step));
+    if (!r.finite()) throw Error("--graph-step " + std::to_string(ex.graph_step) + ": " + not_finite_message(r, step, o));
   }
   write_pass_graph(ex.graph, model, nn::training_batch(corpus.data, B, T, config.seed, ex.graph_step),
                    nn::placement_name(config) + ", " + std::to_string(config.layers) + " layers, " +

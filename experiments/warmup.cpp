@@ -63,7 +63,10 @@ WarmupRun run_one(ModelOptions m, const nn::Corpus& corpus, double lr, std::size
   for (std::size_t step = 0; step < go.steps && run.blew_up == 0; ++step) {
     const nn::StepResult s = nn::train_step(model, *optimizer, setup, step);
     run.losses.push_back(s.loss);
-    if (!s.finite()) run.blew_up = step + 1;
+    if (!s.finite()) {
+      refuse_first_step(s, step, go.opt.loss_term_flag());
+      run.blew_up = step + 1;
+    }
     char what[96];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f", s.loss, s.lr, s.grad_norm);
     tick(1, what);

@@ -8,6 +8,7 @@
 #include "engine/engine.hpp"
 #include "explorer/recorder.hpp"
 #include "experiments/lib/interrupt.hpp"
+#include "experiments/lib/report.hpp"
 #include "analysis/step_measures.hpp"
 
 namespace gs::experiments {
@@ -31,6 +32,8 @@ nn::Schedule OptimizerSetup::with_hold(nn::Schedule schedule) const {
   schedule.total = schedule.total > hold ? schedule.total - hold : 0;
   return schedule;
 }
+
+std::string OptimizerSetup::loss_term_flag() const { return z_loss > 0 ? "--z-loss " + fmt(z_loss) : ""; }
 
 std::string OptimizerSetup::text() const {
   char buf[160];
@@ -75,6 +78,21 @@ nn::StepHooks step_hooks(const nn::TransformerLM& model, explorer::RunRecorder* 
     run.add_point("log_z", "max", step, o.log_z_max);
   };
   return hooks;
+}
+
+// ---- a step that is not finite ----
+
+std::string not_finite_text(const nn::StepResult& r, std::size_t step) {
+  const std::string at = " at step " + std::to_string(step);
+  if (!std::isfinite(r.loss)) return "the loss is " + fmt(r.loss) + at;
+  return "the gradient norm is " + fmt(r.grad_norm) + at + " (loss " + fmt(r.loss, 4) + ")";
+}
+
+void refuse_first_step(const nn::StepResult& r, std::size_t step, const std::string& suspects) {
+  if (r.finite() || step > 0) return;
+  throw Error(not_finite_text(r, step) + ", before any update, so no learning rate is at play: " +
+              (suspects.empty() ? "the initialization makes it" : suspects + " makes it") +
+              " (float64 overflows past 1e308)");
 }
 
 // ---- verdicts ----

@@ -42,6 +42,9 @@ struct OptimizerSetup {
   // `schedule` with this hold; its total (the cosine's length) shortened by the hold, so a run of
   // S steps still ends its cosine at step S.
   nn::Schedule with_hold(nn::Schedule schedule) const;
+  // "--z-loss 1e+300" with a z-loss, else "": the flag that shapes the loss of a run's first step
+  // (refuse_first_step's suspect).
+  std::string loss_term_flag() const;
   // "adam(beta1 0.9, beta2 0.98, eps 1e-08)", with ", v0 g0sq", ", hold 20" and ", intervene detach-skip" when set.
   std::string text() const;
 };
@@ -50,6 +53,18 @@ struct OptimizerSetup {
 // (interrupt.hpp) if SIGINT or SIGTERM arrived; with a recorder (--html), records each step's pass, update,
 // rate and stability measures (the tape then keeps the contributions the recorder reads).
 nn::StepHooks step_hooks(const nn::TransformerLM& model, explorer::RunRecorder* recorder = nullptr);
+
+// ---- a step that is not finite ----
+
+// What blew up, and when: "the loss is inf at step 0", "the gradient norm is inf at step 3 (loss 2.3104)".
+std::string not_finite_text(const nn::StepResult& r, std::size_t step);
+
+// A run whose first step (step 0) has a loss or gradient norm that is not finite cannot train at any
+// rate: no update has been taken yet, so no lr, weight decay or schedule is at play, and "diverged"
+// would report a number the training did not produce. Throws gs::Error then, naming `suspects` (the
+// flags or row that shape the first step: "--z-loss 1e+300"; "" names the initialization); does
+// nothing for a finite step or a later one (a blow-up that the training made).
+void refuse_first_step(const nn::StepResult& r, std::size_t step, const std::string& suspects);
 
 // ---- verdicts ----
 
