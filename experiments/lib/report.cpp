@@ -240,9 +240,48 @@ std::string plot_script(const Plot& plot, const std::string& name, const std::st
 
 }  // namespace
 
-void draw(const Plot& plot, const std::filesystem::path& dir, const std::string& name) {
+namespace {
+
+// Whether gnuplot can place a point: finite coordinates, > 0 on a log axis.
+bool drawable(const Plot& plot, double x, double y) {
+  return std::isfinite(x) && std::isfinite(y) && (!plot.log_x || x > 0) && (!plot.log_y || y > 0);
+}
+
+// Why no point of `s` can be drawn: "every value is 0", "every value is NaN/Inf", ...
+std::string degenerate_because(const Plot& plot, const Series& s) {
+  if (s.y.empty()) return "no values";
+  if (std::all_of(s.y.begin(), s.y.end(), [](double y) { return !std::isfinite(y); })) return "every value is NaN/Inf";
+  if (std::all_of(s.y.begin(), s.y.end(), [](double y) { return y == 0.0; })) return "every value is 0";
+  return plot.log_y ? "no value is finite and > 0 (a log axis)" : "no point is finite";
+}
+
+}  // namespace
+
+Plot without_degenerate_series(Plot plot, std::string& note) {
+  std::vector<Series> kept;
+  for (Series& s : plot.series) {
+    bool any = false;
+    for (std::size_t i = 0; i < s.x.size() && !any; ++i) any = drawable(plot, s.x[i], s.y[i]);
+    if (any)
+      kept.push_back(std::move(s));
+    else
+      note += (note.empty() ? "" : "; ") + ("'" + s.title + "': " + degenerate_because(plot, s));
+  }
+  plot.series = std::move(kept);
+  return plot;
+}
+
+void draw(const Plot& given, const std::filesystem::path& dir, const std::string& name) {
   if (name.find('/') != std::string::npos)
     throw Error("draw: the plot name '" + name + "' has a '/' (pass a label through file_part)");
+  // A measure that is degenerate in every point (an update ratio of 0 at lr 1e-320, a NaN run) is left
+  // out and named, so that the rest is drawn; a plot with nothing left is not drawn at all.
+  std::string note;
+  const Plot plot = without_degenerate_series(given, note);
+  if (!note.empty())
+    std::fprintf(stderr, "note: %s: %s %s\n", (dir / (name + ".png")).string().c_str(),
+                 plot.series.empty() ? "not drawn, nothing to draw:" : "drawn without", note.c_str());
+  if (plot.series.empty()) return;
   stop_if_requested_in("drawing", "before drawing " + (dir / name).string());
   mark_writing(dir / name);
   std::filesystem::create_directories(dir);

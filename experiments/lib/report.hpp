@@ -70,8 +70,14 @@ struct Plot {
 // " (exactly 0)" or " (not all > 0)".
 std::string drop_nonpositive(std::vector<Series>& series, bool say_why = false);
 
+// `plot` without the series of which no point can be drawn (none finite, or none > 0 on a log axis);
+// `note` gets "'title': every value is 0" for each, "; "-separated.
+Plot without_degenerate_series(Plot plot, std::string& note);
+
 // Writes DIR/NAME.dat (the data, one block per series) and DIR/NAME.gp (the gnuplot script), then
-// runs gnuplot to draw DIR/NAME.png and DIR/NAME.svg. Throws gs::Error if gnuplot fails.
+// runs gnuplot to draw DIR/NAME.png and DIR/NAME.svg. Throws gs::Error if gnuplot fails. A series of
+// which no point can be drawn is left out, named in a "note:" line on stderr; with none left, nothing
+// is drawn (and the note says so).
 void draw(const Plot& plot, const std::filesystem::path& dir, const std::string& name);
 
 // The --out directory of a grid while its files are written (Experiment::main calls these). The first
