@@ -19,6 +19,7 @@
 #include "experiments/lib/harness.hpp"
 #include "experiments/lib/interrupt.hpp"
 #include "experiments/lib/memory.hpp"
+#include "experiments/lib/outputs.hpp"
 #include "nn/config.hpp"
 #include "nn/interventions.hpp"
 
@@ -100,6 +101,7 @@ int main(int argc, char** argv) {
       throw gs::experiments::FlagError("--runs is empty and no --html-add page: nothing to write");
     if (!o.runs.empty()) check_memory(o);  // the largest of the runs trained at once, before anything is allocated
     check_html(html, "explorer");
+    gs::experiments::lock_output(html.file, "--html", "explorer");  // a second run on the same page is refused
     Page page;
     try {
       if (!o.runs.empty()) page = demo_page(o);

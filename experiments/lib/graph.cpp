@@ -9,6 +9,7 @@
 
 #include "engine/engine.hpp"
 #include "explorer/dot.hpp"
+#include "experiments/lib/outputs.hpp"
 #include "experiments/lib/report.hpp"
 #include "nn/data/markov.hpp"
 #include "nn/io/atomic_file.hpp"
@@ -33,6 +34,7 @@ std::string signed_dot(const std::string& dot) {
 
 void check_graph_file(const std::string& file, bool overwrite) {
   nn::check_output_file(file, "--graph", nn::this_program(), overwrite);
+  lock_output(file, "--graph", nn::this_program());  // a second run drawing into the same file is refused
 }
 
 void write_graph_file(const std::string& file, const std::string& unsigned_dot, bool overwrite) {

@@ -97,6 +97,8 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
   };
   if (const std::string problem = flag_problem(); !problem.empty()) return flag_error(problem);
   install_interrupt_handlers();  // from here on SIGINT and SIGTERM stop the run at a step boundary
+  std::filesystem::path out_created;  // what claiming --out created: a run refused before writing into it removes it
+  auto release_out = [&] { remove_unused_output_dir(out, out_created); };
   try {
     if (!graph.empty() && graph_step == 0) {  // --graph: one pass drawn, instead of the run
       draw_graph_at_init();
@@ -104,8 +106,9 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
     }
     if (!graph.empty()) check_graph_file(graph, html.overwrite);  // --graph-step N: the body trains to step N and draws it
     explorer::check_html(html, program);  // before any work: never replace a file gradscope did not write
+    if (html.wanted()) lock_output(html.file, "--html", program);  // and a second run on the same page is refused
     if (grid_) {  // nothing the program did not write is replaced (nn/io/ownership.hpp), checked before any work
-      claim_output_dir(out, "--out", {program, "out"});
+      out_created = claim_output_dir(out, "--out", {program, "out"});
       if (!dump.empty()) check_output_dir(dump, "--dump", {program, "dump"});
       watch_output(out, program);  // the first file written into --out marks it INCOMPLETE until the end
     }
@@ -123,8 +126,10 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
     std::fprintf(stderr, "%s: %s%s\n", program.c_str(), e.what(), marked.c_str());
     return 128 + e.signal;
   } catch (const FlagError& e) {
+    release_out();
     return flag_error(e.what());
   } catch (const std::exception& e) {
+    release_out();
     std::fflush(stdout);
     std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
     return 1;

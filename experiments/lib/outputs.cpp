@@ -43,13 +43,30 @@ std::pair<long, std::string> lock_holder(int fd) {
   return {pid, program};
 }
 
+// TARGET.lock beside the target ("/.gradscope.lock" for the root).
+fs::path lock_file_of(const fs::path& target) {
+  std::error_code ec;
+  fs::path p = fs::absolute(target, ec).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();  // "out/" -> "out"
+  return p == p.root_path() ? p / ".gradscope.lock" : p.parent_path() / (p.filename().string() + ".lock");
+}
+
+// Gives up the lock on `target` now (as the process's end would), if this process holds it.
+void unlock_output(const fs::path& target) {
+  const std::string file = lock_file_of(target).string();
+  std::lock_guard<std::mutex> guard(held_locks.mutex);
+  const auto it = held_locks.fds.find(file);
+  if (it == held_locks.fds.end()) return;
+  ::unlink(file.c_str());
+  ::close(it->second);
+  held_locks.fds.erase(it);
+}
+
 }  // namespace
 
 void lock_output(const fs::path& target, std::string_view flag, std::string_view program) {
   std::error_code ec;
-  fs::path p = fs::absolute(target, ec).lexically_normal();
-  if (!p.has_filename()) p = p.parent_path();  // "out/" -> "out"
-  const fs::path file = p == p.root_path() ? p / ".gradscope.lock" : p.parent_path() / (p.filename().string() + ".lock");
+  const fs::path file = lock_file_of(target);
   std::lock_guard<std::mutex> guard(held_locks.mutex);
   if (held_locks.fds.count(file.string())) return;  // this process holds it already
   fs::create_directories(file.parent_path(), ec);
@@ -86,13 +103,18 @@ void lock_output(const fs::path& target, std::string_view flag, std::string_view
   fail(flag, target, "its lock file " + file.string() + " keeps changing; is another run starting?");
 }
 
-void claim_output_dir(const fs::path& dir, std::string_view flag, const nn::OutputTag& tag) {
+fs::path claim_output_dir(const fs::path& dir, std::string_view flag, const nn::OutputTag& tag) {
   nn::check_not_inside_whole_output(dir, flag);
+  fs::path created;
   std::error_code ec;
   const fs::file_status st = fs::status(dir, ec);  // a symbolic link to a directory is used as that directory
   const fs::path manifest = dir / nn::manifest_name;
   if (!fs::exists(st)) {
     nn::check_creatable(dir, flag);
+    created = dir;  // the outermost directory that is not there yet
+    for (fs::path up = dir.lexically_normal().parent_path(); !up.empty() && !fs::exists(up, ec) && up != up.parent_path();
+         up = up.parent_path())
+      created = up;
     fs::create_directories(dir, ec);
     if (ec) fail(flag, dir, "cannot create it: " + ec.message());
   } else if (!fs::is_directory(st)) {
@@ -115,6 +137,22 @@ void claim_output_dir(const fs::path& dir, std::string_view flag, const nn::Outp
     nn::write_file_atomically(manifest, nn::manifest_text(tag, nullptr));  // also shows that it is writable
   } catch (const Error& e) {
     fail(flag, dir, std::string("cannot write into it: ") + e.what());
+  }
+  return created;
+}
+
+void remove_unused_output_dir(const fs::path& dir, const fs::path& created) {
+  if (created.empty()) return;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename() != nn::manifest_name) return;  // something was written: it stays
+  if (ec) return;
+  fs::remove(dir / nn::manifest_name, ec);
+  unlock_output(dir);  // its lock file sits in the parent, which may be ours to remove too
+  const fs::path top = created.lexically_normal();
+  for (fs::path d = dir.lexically_normal(); !d.empty(); d = d.parent_path()) {
+    if (!fs::remove(d, ec)) return;  // fs::remove removes a directory only when it is empty
+    if (d == top) return;
   }
 }
 
