@@ -89,7 +89,7 @@ std::string sample(nn::TransformerLM& model, const nn::Dataset& data, std::size_
 // How a checkpoint records train's flags (resume.hpp): outputs and what only prints are not recorded;
 // --steps and the evaluation may change on resume; --text is compared by its content.
 const FlagKinds train_flag_kinds = {
-    {"--out", "--save", "--resume", "--dump", "--graph", "--sample", "--temperature", "--html", "--html-add",
+    {"--out", "--save", "--resume", "--dump", "--graph", "--graph-step", "--sample", "--temperature", "--html", "--html-add",
      "--snapshot-steps", "--seeds", "--overwrite"},
     {"--steps", "--eval-every", "--eval-batches"},
     {"--text"}};
@@ -305,6 +305,10 @@ Final train_one(Experiment& ex, TrainOptions& o, nn::ModelConfig config, const s
 // --graph FILE --graph-step N: trains steps 0 .. N-1 as the run would (same corpus, optimizer, schedule,
 // clipping and batches), then draws the forward and backward pass of step N on its training batch.
 void draw_graph_at_step(Experiment& ex, const TrainOptions& o, nn::ModelConfig config) {
+  nn::ModelConfig largest = config;
+  if (!o.corpus.text.empty()) largest.vocab = 256;  // a text file has at most 256 distinct bytes
+  // the training steps, and the drawn pass with every contribution kept
+  ex.check_memory(largest, o.opt.optimizer == "sgd" ? 1 : 2, true, 1, nn::corpus_bytes(o.corpus, config.vocab));
   const nn::Corpus corpus = load_corpus(o, config, std::nullopt);
   const std::size_t B = ex.model.batch, T = config.context;
   nn::TransformerLM model(config);
@@ -388,6 +392,15 @@ int main(int argc, char** argv) {
            "final validation loss and gap (outputs, --resume and --sample take one seed)");
   ex.add_html_flags();
   ex.dump_at_init = false;
+  ex.check_flags = [&]() -> std::string {
+    if (!ex.graph.empty() && !o.resume.empty())
+      return "--graph draws a model trained from initialization (the fresh model, or with --graph-step N this run's "
+             "step N), not a checkpoint's: leave out --resume";
+    if (ex.graph_step > 0 && ex.graph_step >= o.steps)
+      return "--graph-step " + std::to_string(ex.graph_step) + " is not below --steps " + std::to_string(o.steps) +
+             ": it draws one of the run's steps 0 .. " + std::to_string(o.steps - 1);
+    return "";
+  };
   return ex.main(argc, argv, [&] {
     if (ex.seeds > 1)
       for (const char* one_run : {"--out", "--save", "--resume", "--dump", "--html", "--html-add", "--sample"})
@@ -402,7 +415,6 @@ int main(int argc, char** argv) {
     if (o.schedule_steps == 0) o.schedule_steps = o.steps;  // recorded so: a resumed run keeps the schedule
     nn::ModelConfig config = resumed ? resumed->config : ex.model.config();  // its seed too: data and batches
     if (ex.graph_step > 0) {  // --graph FILE --graph-step N: the pass of step N of this training run, drawn
-      if (resumed) throw FlagError("--graph-step trains from initialization; leave out --resume");
       draw_graph_at_step(ex, o, config);
       return;
     }

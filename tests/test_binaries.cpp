@@ -156,7 +156,7 @@ TEST_CASE("every numeric flag of every binary refuses what is outside its range,
       const std::string flag = column.substr(0, column.find(' '));
       const bool list = column.find(" ...") != std::string::npos || column.find("=[") != std::string::npos;
       // Every range starts at 0 or above, so -1 is outside all of them (CLI11 alone wraps it to 2^64 - 1).
-      std::vector<std::string> bad = {"-1", real ? "nan" : "99999999999999999999", real ? "1e999" : "+5"};
+      std::vector<std::string> bad = {"-1", real ? "nan" : "99999999999999999999", real ? "1e999" : "+5", "0x10", "3junk"};
       if (list) bad.push_back(real ? "0.01,nan" : "4,-2");
       for (const std::string& value : bad) {
         INFO(name << " " << flag << " " << value);
@@ -194,7 +194,7 @@ TEST_CASE("a run that cannot fit in memory is refused before it allocates, with 
     const auto start = std::chrono::steady_clock::now();
     const Result r = run(path_of(name), args);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    require_refused(r, 1, name, {"needs about", "MemAvailable", flag});
+    require_refused(r, 1, name, {"needs about", " available (", flag});
     REQUIRE(seconds < 5.0);  // not a timing test: a refusal that allocated first would take minutes or be killed
   }
 }

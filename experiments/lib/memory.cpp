@@ -1,11 +1,14 @@
 #include "experiments/lib/memory.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <sstream>
 
 #include "engine/engine.hpp"
 #include "engine/tools/inspect.hpp"
@@ -86,15 +89,60 @@ Footprint footprint(const nn::ModelConfig& config, std::size_t batch, std::size_
   return f;
 }
 
-double available_memory() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  double kb = 0.0;
-  while (meminfo >> key >> kb) {
-    if (key == "MemAvailable:") return kb * 1024.0;
-    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+namespace {
+
+// The number after `key` in a "Key: value" file such as /proc/meminfo (in kB there), or -1.
+double field(const char* file, const std::string& key) {
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);)  // lines such as "Name:\ttrain" hold no number
+    if (line.rfind(key, 0) == 0) {
+      std::istringstream rest(line.substr(key.size()));
+      double value = 0.0;
+      return rest >> value ? value : -1.0;
+    }
+  return -1.0;
+}
+
+// The first number in a one-line file such as the cgroup's memory.max ("max" there: no limit), or -1.
+double number_in(const std::string& file) {
+  std::ifstream in(file);
+  double value = -1.0;
+  return in >> value ? value : -1.0;
+}
+
+// The process's cgroup (v2) directory, from /proc/self/cgroup's "0::/PATH" line; "" if none.
+std::string cgroup_dir() {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("0::", 0) == 0) return "/sys/fs/cgroup" + line.substr(3);
+  return "";
+}
+
+// What remains of the resource limit `which` (RLIMIT_AS, RLIMIT_DATA) beyond `used_kb` already in use.
+double rlimit_left(int which, double used_kb) {
+  struct rlimit limit {};
+  if (::getrlimit(which, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return std::numeric_limits<double>::infinity();
+  return std::max(0.0, static_cast<double>(limit.rlim_cur) - std::max(0.0, used_kb) * 1024.0);
+}
+
+}  // namespace
+
+AvailableMemory available_memory() {
+  const double inf = std::numeric_limits<double>::infinity();
+  AvailableMemory a{inf, "no limit could be read"};
+  auto consider = [&a](double bytes, const char* source) {
+    if (bytes >= 0.0 && bytes < a.bytes) a = {bytes, source};
+  };
+  const double meminfo_kb = field("/proc/meminfo", "MemAvailable:");
+  if (meminfo_kb >= 0.0) consider(meminfo_kb * 1024.0, "MemAvailable in /proc/meminfo");
+  consider(rlimit_left(RLIMIT_AS, field("/proc/self/status", "VmSize:")), "the address-space limit RLIMIT_AS (ulimit -v)");
+  consider(rlimit_left(RLIMIT_DATA, field("/proc/self/status", "VmData:")), "the data limit RLIMIT_DATA (ulimit -d)");
+  if (const std::string dir = cgroup_dir(); !dir.empty()) {
+    const double max = number_in(dir + "/memory.max"), current = number_in(dir + "/memory.current");
+    if (max >= 0.0 && current >= 0.0) consider(std::max(0.0, max - current), "the cgroup's memory.max");
   }
-  return std::numeric_limits<double>::infinity();
+  return a;
 }
 
 std::string bytes_text(double bytes) {
@@ -109,21 +157,22 @@ std::string bytes_text(double bytes) {
 }
 
 void check_fits(const Footprint& one, std::size_t concurrent, double data, const std::string& flags) {
-  const double need = static_cast<double>(concurrent) * one.total() + data, have = available_memory();
-  if (need <= have) return;
+  const double need = static_cast<double>(concurrent) * one.total() + data;
+  const AvailableMemory have = available_memory();
+  if (need <= have.bytes) return;
   char params[32];
   std::snprintf(params, sizeof params, "%.3g", one.parameters);
-  throw Error("this run needs about " + bytes_text(need) + " of memory, more than the " + bytes_text(have) +
-              " available (MemAvailable in /proc/meminfo): " + std::to_string(concurrent) + " model(s) at once of " +
+  throw Error("this run needs about " + bytes_text(need) + " of memory, more than the " + bytes_text(have.bytes) +
+              " available (" + have.source + "): " + std::to_string(concurrent) + " model(s) at once of " +
               params + " parameters (" + bytes_text(one.model) + " each with their gradients and optimizer state), " +
               "one step's tape " + bytes_text(one.tape) + " each, data " + bytes_text(data) + "; set by " + flags);
 }
 
 void check_bytes(double bytes, const std::string& what, const std::string& flags) {
-  const double have = available_memory();
-  if (bytes <= have) return;
+  const AvailableMemory have = available_memory();
+  if (bytes <= have.bytes) return;
   throw Error("this run needs about " + bytes_text(bytes) + " of memory for " + what + ", more than the " +
-              bytes_text(have) + " available (MemAvailable in /proc/meminfo); set by " + flags);
+              bytes_text(have.bytes) + " available (" + have.source + "); set by " + flags);
 }
 
 }  // namespace gs::experiments

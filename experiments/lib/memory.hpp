@@ -29,8 +29,15 @@ struct Footprint {
 Footprint footprint(const nn::ModelConfig& config, std::size_t batch, std::size_t optimizer_slots,
                     bool keep_contributions);
 
-// MemAvailable of /proc/meminfo in bytes (infinity if it cannot be read).
-double available_memory();
+// The memory this process may still take, in bytes: the smallest of MemAvailable in /proc/meminfo, what
+// remains of its address-space and data limits (RLIMIT_AS beyond VmSize, RLIMIT_DATA beyond VmData, as
+// `ulimit -v` and `ulimit -d` set them), and its cgroup's memory.max beyond memory.current; with the
+// name of the one that binds (infinity and "no limit could be read" if none can be read).
+struct AvailableMemory {
+  double bytes;
+  std::string source;  // "MemAvailable in /proc/meminfo", "the address-space limit RLIMIT_AS (ulimit -v)", ...
+};
+AvailableMemory available_memory();
 
 // Throws gs::Error with the estimate and `flags` (the flags that drive it) when `concurrent` models of
 // `one`'s size plus `data` bytes need more than the memory available.
