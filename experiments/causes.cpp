@@ -167,6 +167,27 @@ std::string unknown_row(const CausesOptions& o) {
   return "";
 }
 
+// "" if every row that runs (--rows, or all) can act within --steps and be judged after it, else why not.
+// Only those rows are checked: a default that no running row uses (--reset-step, --hold, ...) is not.
+std::string rows_problem(const CausesOptions& o) {
+  if (const std::string unknown = unknown_row(o); !unknown.empty()) return unknown;
+  const std::string steps = "--steps " + std::to_string(o.steps);
+  for (const Variant& v : variants(o, o.rows)) {
+    const std::string row = "row '" + v.name + "'";
+    if ((v.act == GroupAct::reset || v.act == GroupAct::graft || v.act == GroupAct::reset_adam) && v.group_steps >= o.steps)
+      return "--reset-step " + std::to_string(v.group_steps) + " must be below " + steps + " (" + row + " acts then)";
+    if (v.optimizer.hold >= o.steps)
+      return "--hold " + std::to_string(v.optimizer.hold) + " is not less than " + steps + ": " + row +
+             " would hold every step at lr 0 and train nothing";
+    const std::size_t warmup = v.act == GroupAct::warmup ? v.group_steps : v.warmup;
+    if (warmup >= o.steps)
+      return row + " warms up over " + std::to_string(warmup) + " steps, not less than " + steps +
+             ": its run would end inside its warmup, where a verdict means nothing; give more " + steps.substr(0, 7) +
+             " or a shorter " + (v.act == GroupAct::warmup ? "--group-warmup" : "--warmups");
+  }
+  return "";
+}
+
 // Sets step `step`'s branch control and per-parameter lr scales, and does the row's reset or graft if it
 // is due: the values of the parameters in its group (`grouped`, a flag per parameter) become `source`'s
 // (the initial values, or the warmup run's).
@@ -421,6 +442,7 @@ void run(Experiment& ex, CausesOptions& o) {
   for (const Variant& v : rows) names.push_back(v.name);
   ex.check_memory(mo.config(), 2, true, ex.placements.size() * rows.size() * ex.seeds, nn::corpus_bytes(o.corpus, mo.vocab));
   const nn::Corpus corpus = nn::build_corpus(o.corpus, mo.vocab, mo.seed, mo.seq);
+  check_margin(corpus, o.margin);  // before any run: a margin that leaves no verdict is refused
   print_setup(ex, o, corpus, rows.size());
   Grid grid;
   grid.axis("placement", ex.placements).axis("variant", names).axis("seed", labels(ex.seed_list()));
@@ -471,11 +493,10 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--boost-steps", o.boost_steps, "the oversized-steps row's N");
   add_flag(ex.app, "--reset-step", o.reset_step, "the reset and graft rows' step S (below --steps)");
   add_corpus_flags(ex.app, o.corpus, false);
+  ex.hold_holds_every_run = false;  // --hold is the hold row's: checked by rows_problem if that row runs
   ex.check_flags = [&]() -> std::string {
     if (o.window > o.steps) return o.at_most_steps("--window", o.window);
-    if (o.reset_step >= o.steps)
-      return "--reset-step " + std::to_string(o.reset_step) + " must be below --steps " + std::to_string(o.steps);
-    return unknown_row(o);
+    return rows_problem(o);
   };
   describe(ex.app, "--placements", "placements to train (comma-separated)");
   describe(ex.app, "--seeds", "seeds per row");

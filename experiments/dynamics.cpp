@@ -557,6 +557,7 @@ void run(Experiment& ex, DynamicsOptions& o) {
   const std::size_t runs = ex.placements.size() * o.warmups.size() * ex.seeds;
   ex.check_memory(largest, 2, true, runs, nn::corpus_bytes(o.corpus, mo.vocab));
   const nn::Corpus corpus = nn::build_corpus(o.corpus, mo.vocab, mo.seed, mo.seq);
+  check_margin(corpus, o.margin);  // before any run: a margin that leaves no verdict is refused
   std::printf(
       "dynamics: %s (vocab %zu); layers %zu, d_model %zu, heads %zu, batch %zu x seq %zu; %s, "
       "lr %g, linear warmup then constant, clip %s; %zu steps; seeds %u..%zu\n",
@@ -606,5 +607,6 @@ int main(int argc, char** argv) {
   add_corpus_flags(ex.app, o.corpus, true);
   add_optimizer_flags(ex.app, o.opt, true);
   describe(ex.app, "--placements", "placements to train (comma-separated)");
+  ex.check_flags = [&] { return o.warmups_below_steps(o.warmups); };
   return ex.main(argc, argv, [&] { run(ex, o); });
 }

@@ -220,6 +220,7 @@ void run(Experiment& ex, SharpnessOptions& go) {
   const std::size_t cells = ex.placements.size() * go.warmups.size() * go.lrs.size() * ex.seeds;
   ex.check_memory(mo.config(), 2, false, cells, nn::corpus_bytes(go.corpus, mo.vocab));
   const nn::Corpus corpus = nn::build_corpus(go.corpus, mo.vocab, mo.seed, mo.seq);
+  check_margin(corpus, go.margin);  // before any run: a margin that leaves no verdict is refused
   const std::vector<CurvatureScope> scopes = curvature_scopes(nn::TransformerLM(mo.config()));
   print_setup(ex, go, corpus, scopes.size() - 1);
   Grid grid;
@@ -261,7 +262,10 @@ int main(int argc, char** argv) {
   describe(ex.app, "--dump", "write the model of the model flags at init, its gradients on the dump batch of --seed, and "
                              "lambda_max.npy, the top eigenvalue of H of that batch's loss (Lanczos at the flags above); as train's --dump, "
                              "an output in addition to the run: the grid is measured too, and the dump written after it");
-  ex.check_flags = [&] { return go.at_most_steps("--every", go.every); };
+  ex.check_flags = [&] {
+    const std::string every = go.at_most_steps("--every", go.every);
+    return every.empty() ? go.warmups_below_steps(go.warmups) : every;
+  };
   ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, go); });
 }

@@ -245,6 +245,7 @@ std::vector<nn::Corpus> load_corpora(const GridOptions& go, const ModelOptions& 
     nn::CorpusOptions one = go.corpus;
     if (name != "text") one.text.clear();
     corpora.push_back(nn::build_corpus(one, mo.vocab, mo.seed, mo.seq));
+    check_margin(corpora.back(), go.margin);  // before any run: a margin that leaves no verdict is refused
   }
   return corpora;
 }
@@ -301,7 +302,10 @@ int main(int argc, char** argv) {
   describe(ex.app, "--seeds", "seeds per grid cell (default 1 to keep the grid fast; the cell then "
                                             "shows mean ± std and how many seeds gave each verdict)");
   describe(ex.app, "--vocab", "vocabulary of the Markov corpus (the text file sets its own)");
-  ex.check_flags = [&] { return go.at_most_steps("--window", go.window); };
+  ex.check_flags = [&] {
+    const std::string window = go.at_most_steps("--window", go.window);
+    return window.empty() ? go.warmups_below_steps(go.warmups) : window;
+  };
   ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, go); });
 }

@@ -116,7 +116,12 @@ std::string Experiment::inapplicable_flag() const {
     for (const char* adam : {"--adam-beta1", "--adam-beta2", "--adam-eps"})
       if (given(adam))
         return std::string(adam) + " " + value(adam) + " is a hyperparameter of Adam, and --optimizer is sgd";
-  if (app.get_option_no_throw("--hold") != nullptr && app.get_option_no_throw("--steps") != nullptr) {
+  if (given("--intervene")) {
+    const std::string list = value("--intervene");
+    if (list != "none" && ("," + list + ",").find(",none,") != std::string::npos)
+      return "--intervene " + list + ": 'none' means no intervention; give it alone, or leave it out of the list";
+  }
+  if (hold_holds_every_run && app.get_option_no_throw("--hold") != nullptr && app.get_option_no_throw("--steps") != nullptr) {
     const double hold = std::stod(value("--hold")), steps = std::stod(value("--steps"));
     if (hold > 0 && hold >= steps)
       return "--hold " + value("--hold") + " is not less than --steps " + value("--steps") +

@@ -96,6 +96,9 @@ class Experiment {
   // The binary's own check of its flags together, run by main() after the shared ones and before any
   // work (nothing claimed or written yet): "" or why they make no run (exit 2). Null: none.
   std::function<std::string()> check_flags;
+  // Whether --hold (where a binary has it) holds every run, and is refused when not below --steps
+  // here; false where it sets one row's hold (causes), whose check_flags checks it only if that row runs.
+  bool hold_holds_every_run = true;
 
   // --html FILE, --html-add FILE, --snapshot-steps LIST (docs/explorer.md): the grid constructor adds
   // them; a binary without a grid that trains or measures a model calls add_html_flags. main() checks

@@ -7,6 +7,7 @@
 
 #include "engine/engine.hpp"
 #include "explorer/recorder.hpp"
+#include "experiments/lib/harness.hpp"
 #include "experiments/lib/interrupt.hpp"
 #include "experiments/lib/report.hpp"
 #include "analysis/step_measures.hpp"
@@ -113,6 +114,16 @@ Verdict verdict_of(double final_loss, const Thresholds& t) {
   if (!std::isfinite(final_loss) || final_loss > t.uniform + t.margin) return Verdict::diverged;
   if (final_loss > t.stuck - t.margin) return Verdict::stuck;
   return Verdict::trained;
+}
+
+void check_margin(const nn::Corpus& corpus, double margin) {
+  const bool markov = std::isfinite(corpus.floor);
+  const double floor = markov ? corpus.floor : 0.0;
+  if (corpus.unigram - margin > floor) return;
+  throw FlagError("--margin " + fmt(margin) + " leaves no verdict 'trained' to give: a run is stuck above H1 - margin = " +
+                  fmt(corpus.unigram - margin, 4) + " nats, and no model gets below " +
+                  (markov ? "the corpus's entropy rate " + fmt(floor, 4) : std::string("0")) +
+                  "; choose a margin below " + fmt(corpus.unigram - floor, 4) + " (the default is 0.05)");
 }
 
 std::string verdict_text(const std::vector<Verdict>& verdicts, std::size_t first_nan_step) {

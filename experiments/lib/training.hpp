@@ -85,6 +85,11 @@ struct Thresholds {
 
 Verdict verdict_of(double final_loss, const Thresholds& thresholds);
 
+// Refuses (FlagError) a --margin that leaves "trained" to no loss a model can reach on `corpus`: a run is
+// stuck above H1 - margin, and no model goes below the corpus's floor (the Markov chain's entropy rate;
+// 0, the least a cross-entropy can be, for a text file), so H1 - margin must be above it.
+void check_margin(const nn::Corpus& corpus, double margin);
+
 // The verdicts of one cell's seeds: "trained", or "2 stuck, 1 trained" when they disagree; with
 // " (NaN at step N)" when `first_nan_step` is not 0 (the first step at which a seed's loss was NaN/Inf).
 std::string verdict_text(const std::vector<Verdict>& verdicts, std::size_t first_nan_step = 0);

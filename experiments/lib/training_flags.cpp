@@ -36,6 +36,14 @@ std::string TrainingOptions::at_most_steps(const std::string& flag, std::size_t 
   return flag + " " + std::to_string(value) + " is more than --steps " + std::to_string(steps);
 }
 
+std::string TrainingOptions::warmups_below_steps(const std::vector<std::size_t>& warmups) const {
+  for (std::size_t w : warmups)
+    if (w > 0 && w >= steps)
+      return "--warmups " + std::to_string(w) + " is not less than --steps " + std::to_string(steps) +
+             ": that run would end inside its warmup, where a verdict means nothing";
+  return "";
+}
+
 void add_training_flags(CLI::App& app, TrainingOptions& t, const std::vector<std::string>& names) {
   for (const std::string& name : names) {
     if (name == "--steps") add_flag(app, name, t.steps, "training steps per run");

@@ -32,6 +32,9 @@ struct TrainingOptions {
 
   // "" or, for a count of steps given as `flag` that is above --steps, "--window 50 is more than --steps 20".
   std::string at_most_steps(const std::string& flag, std::size_t value) const;
+  // "" or, for a --warmups list with a W not below --steps, why not: such a run ends inside its warmup,
+  // and its final loss would be judged (trained/stuck/diverged) before it ever trained at its rate.
+  std::string warmups_below_steps(const std::vector<std::size_t>& warmups) const;
 };
 
 // Adds the flags `names` (of --steps --eval-batches --clip --margin --window), in the order given, each
