@@ -60,6 +60,10 @@ Variant parse_variant(const std::string& text, double z_coef, const ModelOptions
   }
   for (std::size_t i = 1; i < parts.size(); ++i) {
     const std::string& o = parts[i];
+    if (std::find(parts.begin() + 1, parts.begin() + static_cast<std::ptrdiff_t>(i), o) != parts.begin() + static_cast<std::ptrdiff_t>(i))
+      throw FlagError("--variants " + text + ": option '" + o + "' given twice");
+    if ((o == "qk" || o == "qkrms") && v.qk_norm != "none")
+      throw FlagError("--variants " + text + ": qk and qkrms both set the qk-norm; give one of them");
     if (o == "qk") v.qk_norm = "layer";
     else if (o == "qkrms") v.qk_norm = "rms";
     else if (o == "z") v.z_loss = z_coef;
@@ -68,6 +72,38 @@ Variant parse_variant(const std::string& text, double z_coef, const ModelOptions
     else throw FlagError("--variants " + text + ": unknown option '" + o + "'" + valid);
   }
   return v;
+}
+
+// "" if every flag given acts in this sweep, else the first that does not, and why. A default is
+// checked only where a variant uses it (--warmup against --steps only with a +warmup variant).
+std::string sweep_flag_problem(const CLI::App& app, const SweepOptions& so, const ModelOptions& mo) {
+  auto given = [&](const char* flag) { return app.count(flag) > 0; };
+  bool z = false, warmup = false;
+  try {
+    for (const std::string& text : so.variants) {
+      const Variant v = parse_variant(text, so.z_coef, mo);
+      z = z || v.z_loss > 0;
+      warmup = warmup || v.warmup;
+    }
+  } catch (const FlagError& e) {
+    return e.what();
+  }
+  std::string list;
+  for (const std::string& v : so.variants) list += (list.empty() ? "" : ",") + v;
+  if (given("--z-loss") || given("--adam-v0"))
+    return std::string(given("--z-loss") ? "--z-loss" : "--adam-v0") +
+           ": lrsweep sets the z-loss and Adam's v0 per variant (+z, +gi): leave --z-loss and --adam-v0 out";
+  if (given("--z-coef") && !z)
+    return "--z-coef " + fmt(so.z_coef) + " sets the +z variants' z-loss, and --variants " + list + " has none (e.g. pre+z)";
+  if (given("--warmup") && !warmup)
+    return "--warmup " + std::to_string(so.warmup) + " sets the +warmup variants' warmup, and --variants " + list +
+           " has none (e.g. post+warmup)";
+  if (warmup && so.warmup > so.steps) return so.at_most_steps("--warmup", so.warmup);
+  if (given("--placements"))
+    return "--placements: lrsweep's placements are those of --variants (e.g. --variants pre,post+warmup)";
+  if (given("--placement") && !given("--dump"))
+    return "--placement sets only the model --dump writes; lrsweep's placements are those of --variants";
+  return "";
 }
 
 // The largest and smallest of a list (NaN for an empty one).
@@ -304,9 +340,6 @@ void run(Experiment& ex, SweepOptions& so, const OptimizerSetup& opt) {
   std::sort(so.lrs.begin(), so.lrs.end());
   std::vector<Variant> variants;
   for (const std::string& v : so.variants) variants.push_back(parse_variant(v, so.z_coef, mo));
-  if (opt.z_loss != 0 || opt.adam_v0 != "zero")
-    throw FlagError("lrsweep sets the z-loss and Adam's v0 per variant (+z, +gi): leave --z-loss and --adam-v0 out");
-  if (so.warmup > so.steps) throw FlagError(so.at_most_steps("--warmup", so.warmup));
   const std::size_t cells = variants.size() * so.lrs.size() * ex.seeds;
   ex.check_memory(mo.config(), 2, ex.html_wanted(), cells, nn::corpus_bytes({}, mo.vocab));
   const nn::Corpus corpus = nn::build_corpus({}, mo.vocab, mo.seed, mo.seq);
@@ -351,6 +384,7 @@ int main(int argc, char** argv) {
   add_optimizer_flags(ex.app, opt, false);
   describe(ex.app, "--seeds", "seeds per (variant, lr): the sensitivity is computed per seed, then mean ± std");
   describe(ex.app, "--vocab", "vocabulary of the Markov corpus");
+  ex.check_flags = [&] { return sweep_flag_problem(ex.app, so, ex.model); };
   ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, so, opt); });
 }
