@@ -23,6 +23,8 @@ bool& flag(Interventions& iv, std::size_t i) {
 Interventions parse_interventions(const std::string& list) {
   Interventions iv;
   if (list.empty() || list == "none") return iv;
+  if (("," + list + ",").find(",none,") != std::string::npos)
+    throw Error("intervene: '" + list + "': 'none' means no intervention; give it alone, or leave it out of the list");
   std::string name;
   auto take = [&] {
     const std::vector<std::string>& names = intervention_names();

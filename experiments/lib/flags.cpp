@@ -16,12 +16,13 @@
 #include <thread>
 
 #include "engine/error.hpp"
+#include "nn/data/dataset.hpp"
+#include "nn/io/atomic_file.hpp"
 
 namespace gs::experiments {
 namespace {
 
 constexpr double no_limit = std::numeric_limits<double>::infinity();
-constexpr std::uintmax_t max_text_bytes = std::uintmax_t{256} << 20;  // --text: 256 MiB
 
 // The most --jobs may be: 4 x the hardware threads (a thread per job; more only wait for a core).
 unsigned max_jobs() { return 4 * std::max(1u, std::thread::hardware_concurrency()); }
@@ -43,6 +44,8 @@ Range real_above(double lo) { return {Range::Kind::real, lo, no_limit, true, "",
 Range real_from(double lo, std::string zero = "") { return {Range::Kind::real, lo, no_limit, false, std::move(zero), {}}; }
 Range choice(std::vector<std::string> names) { return {Range::Kind::choice, 0, 0, false, "", std::move(names)}; }
 Range of(Range::Kind kind) { return {kind, 0, 0, false, "", {}}; }
+// A regular file of at most `bytes`: what its reader reads (a larger one would be refused later, by it).
+Range file_of_at_most(std::size_t bytes) { return {Range::Kind::file, 0, static_cast<double>(bytes), false, "", {}}; }
 
 // Every flag of every binary. "PROGRAM --flag" rows override "--flag" for one program.
 const std::vector<std::pair<std::string, Range>>& table() {
@@ -77,7 +80,7 @@ const std::vector<std::pair<std::string, Range>>& table() {
       {"--graph-step", whole(0, no_limit, "0: at initialization")},
       // the explorer page (explorer/, docs/explorer.md)
       {"--html", of(Range::Kind::any)},
-      {"--html-add", of(Range::Kind::file)},
+      {"--html-add", file_of_at_most(nn::default_read_limit)},
       {"--snapshot-steps", of(Range::Kind::any)},
       {"explorer --runs", of(Range::Kind::any)},
       // training
@@ -100,7 +103,7 @@ const std::vector<std::pair<std::string, Range>>& table() {
       {"--intervene", choice({"none", "ln-undo-gain", "ln-detach-stats", "detach-skip", "detach-branch", "freeze-ln"})},
       {"--weight-decay", real_from(0)},
       {"--clip", real_from(0, "0: no clipping")},
-      {"--text", of(Range::Kind::file)},
+      {"--text", file_of_at_most(nn::text_dataset_max_bytes)},
       {"--datasets", choice({"markov", "text"})},
       {"--markov-order", whole(1)},
       {"--markov-concentration", real_above(0)},
@@ -193,7 +196,7 @@ std::string text_of(const Range& r, double type_max) {
     case Range::Kind::placement:
       return "a placement: a preset (" + joined(default_placements()) + ", sandwich) or P/N/R (docs/placements.md)";
     case Range::Kind::file:
-      return "a regular file of at most " + std::to_string(max_text_bytes >> 20) + " MiB";
+      return "a regular file of at most " + std::to_string(static_cast<std::uintmax_t>(r.hi) >> 20) + " MiB";
     case Range::Kind::directory:
       return "an existing directory";
     case Range::Kind::shard:
@@ -244,9 +247,9 @@ std::string problem(const Range& r, double type_max, std::string& text) {
     case Range::Kind::file: {
       struct stat s {};
       if (::stat(text.c_str(), &s) != 0 || !S_ISREG(s.st_mode)) return bad;
-      if (static_cast<std::uintmax_t>(s.st_size) > max_text_bytes)
+      if (static_cast<double>(s.st_size) > r.hi)
         return "'" + text + "' has " + std::to_string(s.st_size) + " bytes, more than the " +
-               std::to_string(max_text_bytes >> 20) + " MiB this flag reads";
+               std::to_string(static_cast<std::uintmax_t>(r.hi) >> 20) + " MiB this flag reads";
       return "";
     }
     case Range::Kind::directory:

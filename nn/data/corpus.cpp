@@ -28,18 +28,26 @@ Corpus make_corpus(std::string name, Dataset data, double floor, double window_f
   return Corpus{std::move(name), std::move(data), uniform, unigram, floor, window_floor};
 }
 
-Corpus text_corpus(const std::filesystem::path& path) {
+Corpus text_corpus(const std::filesystem::path& path, std::size_t seq) {
   Dataset data = char_dataset(path);
   if (data.vocab() < 2)  // one symbol: every next token is certain, loss 0 with nothing learned
     throw Error("--text " + path.string() + ": has " + std::to_string(data.vocab()) +
                 " distinct byte(s); a language model needs at least 2 symbols to predict (as --vocab is at least 2)");
+  for (const Split split : {Split::train, Split::validation}) {  // a batch's windows are seq + 1 tokens long
+    const std::size_t n = data.tokens(split).size();
+    if (n < seq + 1)
+      throw Error("--text " + path.string() + ": its " +
+                  (split == Split::train ? "training split (the first 90%" : "validation split (the last 10%") +
+                  " of the file) has " + std::to_string(n) + " bytes, fewer than the --seq + 1 = " +
+                  std::to_string(seq + 1) + " of one window; give a longer file or a smaller --seq");
+  }
   return make_corpus(path.string(), std::move(data), NAN, NAN);
 }
 
 }  // namespace
 
 Corpus build_corpus(const CorpusOptions& o, std::size_t vocab, unsigned seed, std::size_t seq) {
-  if (!o.text.empty()) return text_corpus(o.text);
+  if (!o.text.empty()) return text_corpus(o.text, seq);
   const MarkovChain chain({vocab, o.order, o.concentration, o.smoothing, seed});
   return make_corpus("markov", markov_dataset(chain, o.train_tokens, o.validation_tokens, seed),
                      chain.entropy_rate(), chain.window_floor(seq));
