@@ -2,7 +2,9 @@
 // parse but mean nothing: one writer per output (a second run is refused naming the first, a stale lock
 // is taken over), no page inside a checkpoint, SIGINT/SIGTERM while sampling, measuring, drawing and in
 // the explorer, and the silent-nonsense flags refused before any work. Real binaries, tiny sizes.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -102,6 +104,45 @@ TEST_CASE("two runs on one output: the second is refused at start naming the fir
   CHECK_THAT(other.err, Contains("--save ../cc: another run is writing it: gradscope train, pid " + std::to_string(saver)));
   REQUIRE(resume_and_wait(saver) == 0);
   CHECK(nn::read_checkpoint_info(dir.path / "cc").config.seed == 1);
+}
+
+TEST_CASE("two runs on one single-file output (--html, --graph): the second is refused naming the first",
+          "[reliability][lock][binaries]") {
+  test::TempDir dir("lock-file");
+  fs::create_directories(dir.path / "a");
+  fs::create_directories(dir.path / "b");
+
+  // Two trainings writing one explorer page: the first, paused mid-run, keeps it.
+  const pid_t first = start_paused("train", with(tiny, {"--steps", "4", "--html", "../p.html"}), dir.path / "a", "step.2");
+  const test::Outcome second = run_binary("train", with(tiny, {"--steps", "4", "--html", "../p.html"}), dir.path / "b");
+  INFO(second.err);
+  CHECK(second.status == 1);
+  CHECK(lines(second.err) == 1);
+  CHECK_THAT(second.err, Contains("--html ../p.html: another run is writing it: gradscope train, pid " + std::to_string(first)));
+  CHECK_FALSE(fs::exists(dir.path / "p.html"));  // the second wrote nothing
+  REQUIRE(resume_and_wait(first) == 0);
+  CHECK(fs::exists(dir.path / "p.html"));
+  CHECK_FALSE(fs::exists(dir.path / "p.html.lock"));  // removed at the end of the run
+
+  // A drawing: this test holds g.dot's lock as a running `train --graph g.dot` would.
+  const fs::path lock = dir.path / "g.dot.lock";
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  const std::string holder = std::to_string(::getpid()) + " train\n";
+  REQUIRE(::write(fd, holder.data(), holder.size()) == static_cast<ssize_t>(holder.size()));
+  const test::Outcome drawn = run_binary("train", with(tiny, {"--graph", "g.dot"}), dir.path);
+  ::close(fd);
+  INFO(drawn.err);
+  CHECK(drawn.status == 1);
+  CHECK_THAT(drawn.err, Contains("--graph g.dot: another run is writing it: gradscope train, pid " + std::to_string(::getpid())));
+  CHECK_FALSE(fs::exists(dir.path / "g.dot"));
+  // Once the holder is gone the same command draws.
+  fs::remove(lock);
+  const test::Outcome again = run_binary("train", with(tiny, {"--graph", "g.dot"}), dir.path);
+  INFO(again.err);
+  CHECK(again.status == 0);
+  CHECK(fs::exists(dir.path / "g.dot"));
 }
 
 TEST_CASE("a lock left by a process that ended is taken over with a note", "[reliability][lock][binaries]") {
@@ -207,8 +248,24 @@ TEST_CASE("flags that do not apply, or mean nothing together, are refused naming
   };
   for (const Case& c : std::vector<Case>{
            {"train", {"--hold", "10", "--steps", "10"}, "--hold 10 is not less than --steps 10"},
-           {"causes", {"--steps", "10"}, "--hold 20 is not less than --steps 10"},
-           {"causes", {"--steps", "50", "--reset-step", "50"}, "--reset-step 50 must be below --steps 50"},
+           {"causes", {"--steps", "10", "--rows", "none,hold 20"}, "--hold 20 is not less than --steps 10: row 'hold 20'"},
+           {"causes", {"--steps", "50", "--reset-step", "50", "--rows", "reset norms at 50"},
+            "--reset-step 50 must be below --steps 50 (row 'reset norms at 50' acts then)"},
+           {"causes", {"--steps", "12", "--warmups", "1000", "--rows", "none,warmup 1000"},
+            "row 'warmup 1000' warms up over 1000 steps, not less than --steps 12: its run would end inside its warmup"},
+           {"causes", {"--margin", "1e308"}, "--margin 1e+308 leaves no verdict 'trained' to give"},
+           {"warmup", {"--margin", "3"}, "--margin 3 leaves no verdict 'trained' to give"},
+           {"warmup", {"--warmups", "0,1000", "--steps", "12"}, "--warmups 1000 is not less than --steps 12: that run would end inside its warmup"},
+           {"lrsweep", {"--variants", "pre", "--z-coef", "1"}, "--z-coef 1 sets the +z variants' z-loss, and --variants pre has none"},
+           {"lrsweep", {"--variants", "pre,post", "--warmup", "5"}, "--warmup 5 sets the +warmup variants' warmup, and --variants pre,post has none"},
+           {"lrsweep", {"--placements", "post"}, "--placements: lrsweep's placements are those of --variants"},
+           {"lrsweep", {"--placement", "post"}, "--placement sets only the model --dump writes"},
+           {"lrsweep", {"--adam-v0", "zero"}, "--adam-v0: lrsweep sets the z-loss and Adam's v0 per variant"},
+           {"lrsweep", {"--variants", "pre+qk+qkrms"}, "--variants pre+qk+qkrms: qk and qkrms both set the qk-norm"},
+           {"lrsweep", {"--variants", "pre+z+z"}, "--variants pre+z+z: option 'z' given twice"},
+           {"train", {"--intervene", "none,detach-skip"}, "--intervene none,detach-skip: 'none' means no intervention"},
+           {"train", {"--graph", "g.dot", "--graph-step", "1000000000000"}, "--graph-step 1000000000000 is not below --steps 1500"},
+           {"train", {"--graph", "g.dot", "--resume", "."}, "not a checkpoint's: leave out --resume"},
            {"causes", {"--rows", "none,warmup 7"}, "--rows: no row 'warmup 7'"},
            {"train", {"--mixln-post", "1", "--placement", "pre"}, "--mixln-post 1 sets mixln's Post-LN blocks, and --placement pre"},
            {"train", {"--dyt-alpha", "3", "--norm", "layer"}, "--dyt-alpha 3 sets DyT's alpha, and --placement pre"},
@@ -229,6 +286,35 @@ TEST_CASE("flags that do not apply, or mean nothing together, are refused naming
     CHECK_THAT(r.err, Contains(c.says));
   }
   CHECK(fs::is_empty(dir.path));  // no work started, nothing written
+}
+
+TEST_CASE("a --text file too short for one window of --seq is refused naming the file, the split and --seq",
+          "[reliability][flags][binaries]") {
+  test::TempDir dir("short-text");
+  test::overwrite(dir.path / "short.txt", "abcabcabcabcabcabcab");  // 20 bytes: 18 to train on, 2 held out
+  const test::Outcome r = run_binary("train", with(tiny, {"--text", "short.txt", "--steps", "2"}), dir.path);
+  INFO(r.err);
+  CHECK(r.status == 1);
+  CHECK(lines(r.err) == 1);
+  CHECK_THAT(r.err, Contains("--text short.txt: its validation split (the last 10% of the file) has 2 bytes, fewer than "
+                             "the --seq + 1 = 9 of one window"));
+}
+
+TEST_CASE("causes and lrsweep check a default only where a run uses it", "[reliability][flags][binaries]") {
+  test::TempDir dir("causes-defaults");
+  // --hold 20, --reset-step 100 and --warmups 5,20,100 are all past --steps 3, and no row given uses them.
+  const test::Outcome r = run_binary("causes", with(tiny_grid, {"--rows", "none", "--steps", "3", "--window", "2",
+                                                                  "--eval-batches", "1", "--placements", "post"}),
+                                     dir.path);
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Contains("causes: 1 runs"));
+  // lrsweep's --warmup 50 is past --steps 3, and no variant warms up.
+  const test::Outcome sweep = run_binary("lrsweep", with(tiny_grid, {"--variants", "pre", "--lrs", "1e-3", "--steps", "3",
+                                                                       "--eval-batches", "1", "--layers", "1"}),
+                                         dir.path);
+  INFO(sweep.err);
+  CHECK(sweep.status == 0);
 }
 
 TEST_CASE("mixln: --mixln-post K builds for every K from 0 to --layers, and is refused above", "[reliability][flags][binaries]") {
@@ -366,7 +452,7 @@ TEST_CASE("a merge checks every value as the run would have written it, naming t
 
 // ---- measurements that mean nothing, memory ----
 
-TEST_CASE("amplification: an --eps whose perturbation overflows or vanishes is an error naming it, before any file",
+TEST_CASE("amplification: an --eps whose perturbation overflows or vanishes is an error naming it, and leaves no --out",
           "[reliability][binaries]") {
   test::TempDir dir("eps");
   for (const std::string eps : {"1e300", "1e-300"}) {
@@ -377,8 +463,15 @@ TEST_CASE("amplification: an --eps whose perturbation overflows or vanishes is a
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Contains("amplification: error: --eps " + std::string(eps == "1e300" ? "1e+300" : "1e-300") +
                                " gives A = "));
-    CHECK(names_in(dir.path / "o") == std::vector<std::string>{nn::manifest_name});
+    CHECK_FALSE(fs::exists(dir.path / "o"));  // the --out this run created, with nothing written, is gone again
+    CHECK_FALSE(fs::exists(dir.path / "o.lock"));
   }
+  // An --out that was there before is left as it was.
+  fs::create_directories(dir.path / "mine");
+  const test::Outcome r = run_binary(
+      "amplification", with(tiny_grid, {"--depths", "1,2", "--placements", "pre", "--eps", "1e300", "--out", "mine"}), dir.path);
+  CHECK(r.status == 2);
+  CHECK(names_in(dir.path / "mine") == std::vector<std::string>{nn::manifest_name});
 }
 
 TEST_CASE("the memory estimate covers --graph, the snapshot list and the benchmark's chain", "[reliability][memory][binaries]") {
