@@ -53,6 +53,9 @@ std::vector<DemoRun> parse_runs(const std::vector<std::string>& runs) {
     } catch (const gs::Error& e) {
       throw gs::experiments::FlagError("--runs " + r + ": " + e.what());
     }
+    for (const DemoRun& earlier : parsed)
+      if (earlier.placement == d.placement && earlier.warmup == d.warmup && earlier.change == d.change)
+        throw gs::experiments::FlagError("--runs: '" + r + "' is given twice (the page would show one run twice)");
     parsed.push_back(d);
   }
   return parsed;

@@ -186,10 +186,10 @@ TEST_CASE("train: SIGINT while sampling stops the sample, prints none of it, and
           "[reliability][signals][binaries]") {
   test::TempDir dir("sig-sample");
   const test::Outcome r =
-      run_binary("train", with(tiny, {"--steps", "2", "--save", "ck", "--sample", "1000000000"}), dir.path, "sampling", SIGINT);
+      run_binary("train", with(tiny, {"--steps", "2", "--save", "ck", "--sample", "10000000"}), dir.path, "sampling", SIGINT);
   INFO(r.out << r.err);
   CHECK(r.status == 130);
-  CHECK_THAT(test::last_line(r.err), StartsWith("train: interrupted by SIGINT while sampling, after 0 of 1000000000 "
+  CHECK_THAT(test::last_line(r.err), StartsWith("train: interrupted by SIGINT while sampling, after 0 of 10000000 "
                                                 "characters; the training finished and its outputs are written"));
   CHECK(r.out.find("sample:") == std::string::npos);
   CHECK(nn::read_checkpoint_info(dir.path / "ck").step == 2);
@@ -275,6 +275,7 @@ TEST_CASE("flags that do not apply, or mean nothing together, are refused naming
            {"train", {"--warmup", "18446744073709551615"}, "--warmup: '18446744073709551615' is too large"},
            // a seed list of 4e9 entries would be built before any check of memory
            {"warmup", {"--seeds", "4000000000"}, "--seeds: '4000000000' is too large for a whole number in [1, 1000]"},
+           {explorer, {"--runs", "post:0,pre:0,post:0"}, "explorer: error: --runs: 'post:0' is given twice"},
            {explorer, {"--lr", "nan"}, "explorer: error: --lr: 'nan' is not a finite number > 0"},
            {explorer, {"--lr", "0"}, "explorer: error: --lr: '0' is not a finite number > 0"},
        }) {
