@@ -23,8 +23,8 @@ struct Counted {
   bool exact = true;
 };
 
-// One forward and backward pass of the proxy with `layers` blocks; every dimension of every array on its
-// tape is mapped to the real size it stands for.
+// One forward pass of the proxy with `layers` blocks, and what its backward pass would add; every
+// dimension of every array on its tape is mapped to the real size it stands for.
 Counted count(const nn::ModelConfig& config, std::size_t batch, std::size_t layers, bool keep_contributions) {
   nn::ModelConfig proxy = config;  // the same placement and init, every size small and distinct
   proxy.vocab = 13;
@@ -61,15 +61,27 @@ Counted count(const nn::ModelConfig& config, std::size_t batch, std::size_t laye
   for (const nn::NamedParameter& p : model.named_parameters()) n.parameters += elements(p.parameter.shape());
   Tape tape;
   TapeScope scope(tape);
-  tape.keep_contributions = keep_contributions;
   const IndexArray ids = xt::zeros<std::int64_t>({std::size_t{2}, proxy.context});
-  model.loss(ids, ids).backward();
+  const Var loss = model.loss(ids, ids);
+  // The forward pass only: what backward() would add is known from the tape without running it (so a
+  // breakpoint on a backward function, e.g. gs::nn::layernorm_backward, never stops in this proxy). As
+  // Tape::backward does: an entry on a path from the loss gets a gradient of its value's shape, and each
+  // of its inputs that requires a gradient gets one contribution of the input's shape.
   n.entries = static_cast<double>(tape.size());
-  for (std::size_t i = 0; i < tape.size(); ++i) {
-    const Entry& e = tape.entry(static_cast<int>(i));
+  std::vector<bool> on_path(tape.size(), false);
+  on_path[static_cast<std::size_t>(loss.index())] = true;
+  for (int i = static_cast<int>(tape.size()) - 1; i >= 0; --i) {
+    const Entry& e = tape.entry(i);
     n.tape += elements(shape_of(e.value));
-    if (e.has_grad) n.tape += elements(shape_of(e.grad));
-    for (const Contribution& c : e.contributions) n.tape += elements(shape_of(c.grad));
+    if (!on_path[static_cast<std::size_t>(i)]) continue;
+    n.tape += elements(shape_of(e.value));  // its gradient
+    if (!e.backward) continue;
+    for (int in : e.inputs) {
+      const Entry& input = tape.entry(in);
+      if (!input.requires_grad) continue;
+      on_path[static_cast<std::size_t>(in)] = true;
+      if (keep_contributions) n.tape += elements(shape_of(input.value));
+    }
   }
   return n;
 }

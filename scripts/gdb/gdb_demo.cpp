@@ -11,6 +11,12 @@
 
 using namespace gs;
 
+// s + f(s), with its two input edges marked as a Transformer block marks them (nn/block.cpp): the
+// printers and gs-tape show which gradient came along the skip and which through the branch.
+Var residual(const Var& skip, const Var& branch, Site site = Site::current()) {
+  return add(skip, branch, site).mark_input(0, EdgeRole::skip, site).mark_input(1, EdgeRole::branch_out, site);
+}
+
 // A next step: reset() keeps the emptied entries for reuse, and the printers must show only the new
 // one (scripts/gdb/check-walkthrough breaks here, by name, and checks after it returns).
 void next_step(Tape& tape) {
@@ -28,9 +34,10 @@ int main() {
   b.reshape({4, 4});
   Parameter w1(a, "w1"), w2(b, "w2");                                // (4, 4) each
 
+  tape.keep_contributions = true;  // every entry keeps the gradients summed into it: the walkthrough shows h's two
   Var x = tape.leaf(Array{{0.5, -1.0, 2.0, 0.0}, {1.5, 0.5, -0.5, 1.0}}).named("x");  // (2, 4)
-  Var h = (x + tanh(matmul(ln1.forward(x), w1))).named("h");  // (2, 4)  the first residual add
-  Var y = (h + tanh(matmul(ln2.forward(h), w2))).named("y");  // (2, 4)  the second
+  Var h = residual(x, tanh(matmul(ln1.forward(x), w1))).named("h");  // (2, 4)  the first residual add
+  Var y = residual(h, tanh(matmul(ln2.forward(h), w2))).named("y");  // (2, 4)  the second
   Var loss = mean(y * y).named("loss");                        // ()
   loss.backward();
   std::printf("loss = %.6f\n", loss.value()());

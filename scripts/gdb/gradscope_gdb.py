@@ -4,8 +4,8 @@
 #   print e              a gs::Entry:     {op = "add", label = "h", site = ..., value = (2, 4) {{..}}, ...}
 #   print x              an xt::xarray / xt::xtensor: its shape and first elements, (2, 4) {{0.5, -1, ...}}
 #   print p              a gs::Parameter: Parameter "w1" (4, 4) {...}, |grad| 0.31
-#   gs-tape [N] [EXPR]   the tape listing (as Tape::listing() prints it), or its last N entries; ">" marks
-#                        the entry whose backward is running. The tape is EXPR (a Tape, Tape*, or Var), or
+#   gs-tape [N] [EXPR]   the tape listing (as Tape::listing() prints it), or N entries of it: those around
+#                        the entry whose backward is running (marked ">"), else the last N. The tape is EXPR (a Tape, Tape*, or Var), or
 #                        else the one a frame of the stack works on, or else this thread's Tape::current().
 #   $gs_entry(I)         entry I of that tape, $gs_entry(v) the entry of a Var v; print shows it as above
 #   set gs-elements N    how many elements an array shows (default 10)
@@ -39,6 +39,9 @@ if not hasattr(gdb, "_gradscope_elements"):
     gdb._gradscope_elements = ElementsParameter()
 elements = gdb._gradscope_elements
 
+# What a printer shows for memory that does not hold a constructed object (see NotConstructed).
+NOT_CONSTRUCTED = "<not yet constructed>"
+
 
 # ---- reading memory ----
 
@@ -54,11 +57,38 @@ def _target(pointer):
     return pointer.type.strip_typedefs().target().strip_typedefs()
 
 
+class NotConstructed(Exception):
+    """What a value read from memory that is not (yet, or any longer) a constructed object raises: a
+    length that is negative or absurd, a null pointer with a length. At a breakpoint before a local's
+    constructor has run, its memory holds whatever the stack held before."""
+
+
+def _length(begin, end, limit, what):
+    """end - begin for a [begin, end) pair of pointers, if it is a length a real object can have."""
+    if not int(begin):
+        if int(end):
+            raise NotConstructed(what)
+        return 0
+    n = int(end - begin)
+    if not 0 <= n <= limit:
+        raise NotConstructed(what)
+    return n
+
+
+# The largest lengths a printer believes: beyond them the memory is not a constructed object.
+MAX_DIMS = 32                # xtensor arrays of gradscope have at most 4 dimensions
+MAX_ELEMENTS = 1 << 31       # 16 GiB of doubles: more than any run here can hold
+MAX_STRING = 1 << 16         # op names, labels, scopes, parameter names, file names
+MAX_LIST = 1 << 16           # an entry's inputs, roles and contributions
+
+
 def _read(pointer, count):
     """count values of pointer's target type, read in one go (fast even for large arrays)."""
     target = _target(pointer)
     if count <= 0:
         return []
+    if count > MAX_ELEMENTS:
+        raise NotConstructed("%d elements" % count)
     raw = gdb.selected_inferior().read_memory(int(pointer), count * target.sizeof)
     if target.code == gdb.TYPE_CODE_FLT:
         fmt = {4: "f", 8: "d"}[target.sizeof]
@@ -75,15 +105,41 @@ def _string(val):
     """A std::string or a const char* as a Python str."""
     val = _strip(val)
     if val.type.code == gdb.TYPE_CODE_PTR:
-        return val.string() if int(val) else ""
-    return val["_M_dataplus"]["_M_p"].string(length=int(val["_M_string_length"]))
+        return _c_string(int(val))
+    n = int(val["_M_string_length"])
+    if not 0 <= n <= MAX_STRING or (n and not int(val["_M_dataplus"]["_M_p"])):
+        raise NotConstructed("a string of length %d" % n)
+    return val["_M_dataplus"]["_M_p"].string(length=n)
+
+
+def _c_string(address):
+    """The NUL-terminated string at address, read at most MAX_STRING bytes far ("" for a null pointer)."""
+    if not address:
+        return ""
+    text = b""
+    try:
+        while len(text) < MAX_STRING:
+            chunk = bytes(gdb.selected_inferior().read_memory(address + len(text), 64))
+            if b"\0" in chunk:
+                return (text + chunk[:chunk.index(b"\0")]).decode("utf-8", "replace")
+            text += chunk
+    except gdb.MemoryError:  # the chunk ran past readable memory: read what is left byte by byte
+        try:
+            while len(text) < MAX_STRING:
+                byte = bytes(gdb.selected_inferior().read_memory(address + len(text), 1))
+                if byte == b"\0":
+                    return text.decode("utf-8", "replace")
+                text += byte
+        except gdb.MemoryError:
+            pass
+    raise NotConstructed("a char pointer 0x%x" % address)
 
 
 def _vector(val):
     """The elements of a std::vector of numbers as a Python list."""
     impl = _strip(val)["_M_impl"]
     start, finish = impl["_M_start"], impl["_M_finish"]
-    return _read(start, int(finish - start))
+    return _read(start, _length(start, finish, MAX_LIST, "a std::vector"))
 
 
 def _shape(array):
@@ -93,7 +149,8 @@ def _shape(array):
         elems = shape["_M_elems"] if shape.type.code != gdb.TYPE_CODE_ARRAY else shape
         lo, hi = elems.type.range()
         return [int(elems[i]) for i in range(lo, hi + 1)]
-    return [int(x) for x in _read(shape["m_begin"], int(shape["m_end"] - shape["m_begin"]))]
+    begin, end = shape["m_begin"], shape["m_end"]
+    return [int(x) for x in _read(begin, _length(begin, end, MAX_DIMS, "a shape"))]
 
 
 def _storage(array):
@@ -105,7 +162,7 @@ def _storage(array):
         begin, end = storage["p_begin"], storage["p_end"]
     else:  # std::vector (a container declared with it)
         begin, end = storage["_M_impl"]["_M_start"], storage["_M_impl"]["_M_finish"]
-    return begin, int(end - begin) if int(begin) else 0
+    return begin, _length(begin, end, MAX_ELEMENTS, "an array's storage")
 
 
 def shape_str(shape):
@@ -140,8 +197,8 @@ def array_str(array, limit=None):
     size = 1
     for n in shape:
         size *= n
-    if len(shape) > 32 or size != count:  # e.g. a local that is not constructed yet
-        return "<not a valid array: shape %s, %d elements in storage>" % (shape_str(shape[:8]), count)
+    if size != count:  # e.g. a local that is not constructed yet
+        raise NotConstructed("shape %s, %d elements in storage" % (shape_str(shape), count))
     if count <= limit:
         values = _read(begin, count)
         body = _nested(values, shape) if values else "{}"
@@ -286,8 +343,11 @@ def listing(tape, last=None):
         except (ValueError, gdb.error):
             pass
     lines = ["%5s  %-13s %-20s %-22s %-16s %12s %12s" % ("index", "op", "label", "site", "shape", "|value|", "|grad|")]
-    first = 0 if last is None else max(0, len(entries) - last)
-    for i in range(first, len(entries)):
+    first, end = 0, len(entries)
+    if last is not None:  # N entries: around the running one during backward, else the last N
+        first = max(0, min(marked - last // 2, len(entries) - last)) if marked >= 0 else max(0, len(entries) - last)
+        end = min(len(entries), first + last)
+    for i in range(first, end):
         e = entries[i]
         grad = "%.6g" % array_norm(e["grad"]) if bool(e["has_grad"]) else "-"
         line = "%5d  %-13s %-20s %-22s %-16s %12.6g %12s" % (
@@ -299,7 +359,7 @@ def listing(tape, last=None):
 
 class TapeCommand(gdb.Command):
     """Print the tape listing: gs-tape [N] [EXPR].
-N: only the last N entries.  EXPR: a gs::Tape, Tape* or gs::Var (default: the tape a frame on the
+N: only N entries: those around the entry whose backward is running, else the last N.  EXPR: a gs::Tape, Tape* or gs::Var (default: the tape a frame on the
 stack works on, else this thread's Tape::current()). A ">" marks the entry whose backward is running.
 Read from memory, so it works in a core file too; if that fails, it calls the program's Tape::listing()."""
 
@@ -315,7 +375,7 @@ Read from memory, so it works in a core file too; if that fails, it calls the pr
         tape = find_tape(words[0] if words else None)
         try:
             text = listing(tape, last)
-        except (gdb.error, gdb.MemoryError, KeyError) as e:  # fall back on the program's own listing()
+        except (gdb.error, gdb.MemoryError, KeyError, NotConstructed) as e:  # fall back on the program's own listing()
             try:
                 text = _string(gdb.parse_and_eval("((gs::Tape*)%d)->listing()" % int(tape.address))).rstrip("\n")
             except gdb.error:
@@ -354,6 +414,8 @@ class ArrayPrinter:
     def to_string(self):
         try:
             return array_str(self.val)
+        except NotConstructed:
+            return NOT_CONSTRUCTED
         except (gdb.error, gdb.MemoryError) as e:
             return "<xt array: %s>" % e
 
@@ -364,34 +426,58 @@ def _int_array(values):
     return gdb.Value(struct.pack("<%di" % len(values), *values), int_t.array(len(values) - 1))
 
 
+_ROLES = {0: "none", 1: "skip", 2: "branch-out"}  # gs::EdgeRole, as to_string(EdgeRole) names them
+
+
+def _entry_fields(e):
+    """(name, value) pairs of a gs::Entry; raises NotConstructed for memory that is not one."""
+    names = [f.name for f in e.type.strip_typedefs().fields()]
+    fields = [("op", '"%s"' % _string(e["op"])), ("label", '"%s"' % _string(e["label"]))]
+    if "scope" in names and _string(e["scope"]):
+        fields.append(("scope", '"%s"' % _string(e["scope"])))
+    fields.append(("site", site_str(e["site"])))
+    fields.append(("value", e["value"]))
+    inputs = [int(i) for i in _vector(e["inputs"])]
+    if inputs:
+        fields.append(("inputs", _int_array(inputs)))
+        roles = [_ROLES.get(int(r), "?") for r in _vector(e["roles"])]
+        if roles:  # what a module marked each input edge (Var::mark_input): the residual's skip and branch
+            fields.append(("roles", "{" + ", ".join(roles) + "}"))
+    fields.append(("requires_grad", e["requires_grad"]))
+    fields.append(("has_grad", e["has_grad"]))
+    if bool(e["has_grad"]):
+        fields.append(("grad", e["grad"]))
+        fields.append(("grad_norm", "%.6g" % array_norm(e["grad"])))
+    impl = e["contributions"]["_M_impl"]
+    start, finish = impl["_M_start"], impl["_M_finish"]
+    count = _length(start, finish, MAX_LIST, "the contributions")
+    if count:  # kept when Tape::keep_contributions is on: who sent which part of grad
+        parts = []
+        for i in range(count):
+            c = (start + i).dereference()
+            parts.append("from %d: |g| %.6g" % (int(c["from"]), array_norm(c["grad"])))
+        fields.append(("contributions", "{" + ", ".join(parts) + "}"))
+    if int(e["param"]["_M_ptr"]):
+        fields.append(("param", '"%s"' % _string(e["param"]["_M_ptr"].dereference()["name"])))
+    return fields
+
+
 class EntryPrinter:
-    """gs::Entry: op, label, module scope, site, value, inputs, and the gradient when it has one."""
+    """gs::Entry: op, label, module scope, site, value, inputs and their roles, and the gradient (with
+    the contributions summed into it, when kept) once it has one."""
 
     def __init__(self, val):
         self.val = val
+        try:
+            self.fields = _entry_fields(val)
+        except (NotConstructed, gdb.error, gdb.MemoryError):
+            self.fields = None
 
     def to_string(self):
-        return "gs::Entry"
+        return "gs::Entry" if self.fields is not None else NOT_CONSTRUCTED
 
     def children(self):
-        e = self.val
-        names = [f.name for f in e.type.strip_typedefs().fields()]
-        yield "op", '"%s"' % _string(e["op"])
-        yield "label", '"%s"' % _string(e["label"])
-        if "scope" in names and _string(e["scope"]):
-            yield "scope", '"%s"' % _string(e["scope"])
-        yield "site", site_str(e["site"])
-        yield "value", e["value"]
-        inputs = [int(i) for i in _vector(e["inputs"])]
-        if inputs:
-            yield "inputs", _int_array(inputs)
-        yield "requires_grad", e["requires_grad"]
-        yield "has_grad", e["has_grad"]
-        if bool(e["has_grad"]):
-            yield "grad", e["grad"]
-            yield "grad_norm", "%.6g" % array_norm(e["grad"])
-        if int(e["param"]["_M_ptr"]):
-            yield "param", '"%s"' % _string(e["param"]["_M_ptr"].dereference()["name"])
+        return iter(self.fields or [])
 
 
 def _entry_summary(tape, index):
@@ -421,8 +507,18 @@ class VarPrinter:
             if not 0 <= index < size:
                 return head + " -> not on the tape (size %d)" % size
             return head + " -> " + _entry_summary(tape, index)
+        except NotConstructed:
+            return head + " -> " + NOT_CONSTRUCTED
         except (gdb.error, gdb.MemoryError) as e:
             return head + " -> <unreadable: %s>" % e
+
+
+def _safely(show):
+    """show(), or NOT_CONSTRUCTED where the memory it reads is not a constructed object."""
+    try:
+        return show()
+    except (NotConstructed, gdb.error, gdb.MemoryError):
+        return NOT_CONSTRUCTED
 
 
 def _parameter_str(state):
@@ -440,7 +536,7 @@ class ParameterPrinter:
 
     def to_string(self):
         pointer = self.val["state_"]["_M_ptr"]
-        return _parameter_str(pointer.dereference()) if int(pointer) else "Parameter (empty)"
+        return _safely(lambda: _parameter_str(pointer.dereference()) if int(pointer) else "Parameter (empty)")
 
 
 class ParameterStatePrinter:
@@ -448,7 +544,7 @@ class ParameterStatePrinter:
         self.val = val
 
     def to_string(self):
-        return _parameter_str(self.val)
+        return _safely(lambda: _parameter_str(self.val))
 
 
 class TapePrinter:
@@ -467,7 +563,7 @@ class SitePrinter:
         self.val = val
 
     def to_string(self):
-        return site_str(self.val)
+        return _safely(lambda: site_str(self.val))
 
 
 _printers = [
