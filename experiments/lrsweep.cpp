@@ -275,7 +275,7 @@ Table sensitivity_table(const Sweep& s, std::size_t seeds) {
   for (std::size_t v = 0; v < s.so.variants.size(); ++v) {
     const std::vector<double> per_seed = sensitivities(s, v, seeds);
     std::string list;
-    for (double x : per_seed) list += (list.empty() ? "" : " ") + fmt(x, 3);
+    for (double x : per_seed) list += (list.empty() ? "" : " ") + (std::isfinite(x) ? fmt(x, 3) : "-");
     double best = INFINITY, best_lr = NAN;
     for (std::size_t l = 0; l < s.so.lrs.size(); ++l) {
       std::vector<double> f;
@@ -285,6 +285,10 @@ Table sensitivity_table(const Sweep& s, std::size_t seeds) {
     }
     std::vector<double> inits;
     for (const SweepRun* r : s.at(v, 0)) inits.push_back(r->init_loss);
+    if (!std::isfinite(best)) {  // every lr blew up: no best lr, and the sensitivity is not defined
+      sens.add_row({s.so.variants[v], "-", list, "none: every lr blew up", "-", fmt(stat_of(inits), 4)});
+      continue;
+    }
     sens.add_row({s.so.variants[v], fmt(stat_of(per_seed), 3), list, fmt(best_lr, 3), fmt(best, 4), fmt(stat_of(inits), 4)});
   }
   return sens;

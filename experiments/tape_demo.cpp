@@ -7,6 +7,7 @@
 // The listing names every entry's call site, tape_demo.cpp:72 to :76. docs/engine.md quotes the
 // listing and a test (docs.engine_md_quotes_tape_demo) checks the quote, so the forward pass below
 // stays on those lines.
+#include <cmath>
 #include <cstdio>
 
 #include "engine/engine.hpp"
@@ -91,8 +92,14 @@ int main(int argc, char** argv) {
 
     const GradcheckResult check = check_by_differences({w1.value(), b1.value(), w2.value(), b2.value(), points}, targets);
     std::printf("%s\n", check.report.c_str());
-    std::printf("after one SGD step with lr %.3g: loss = %.6f\n", lr,
-                loss_after_sgd_step(w1, b1, w2, b2, lr, points, targets));
+    const double after = loss_after_sgd_step(w1, b1, w2, b2, lr, points, targets);
+    if (!std::isfinite(after)) {  // e.g. --lr 1e308: the step throws the weights past any finite loss
+      char text[160];
+      std::snprintf(text, sizeof text, "the loss after one SGD step with --lr %g is %g: the step blew the weights up; "
+                    "give a smaller --lr", lr, after);
+      throw Error(text);
+    }
+    std::printf("after one SGD step with lr %.3g: loss = %.6f\n", lr, after);
     if (!check.ok) throw Error("the gradients differ from the finite differences (the report above)");
   });
 }

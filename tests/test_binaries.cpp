@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <tuple>
 #include <filesystem>
@@ -392,4 +393,96 @@ TEST_CASE("train --graph FILE --graph-step N draws the pass of training step N; 
   fs::remove_all(dir);
   require_refused(run(path_of("gradflow"), "--graph g.svg --graph-step 3"), 2, "gradflow", {"--graph-step 3", "initialization only"});
   require_refused(run(path_of("train"), "--graph-step 3"), 2, "train", {"--graph-step", "--graph FILE"});
+}
+
+namespace {
+
+// A tiny run of each binary: the base that each numeric flag's extreme value is tried on.
+const std::map<std::string, std::string> tiny_run = [] {
+  const std::string model = "--layers 1 --d-model 8 --heads 2 --seq 6 --batch 3 --vocab 8";
+  const std::string lean = model + " --seeds 1 --jobs 1", grid = lean + " --eval-batches 1";
+  return std::map<std::string, std::string>{
+      {"train", model + " --steps 3 --eval-every 0 --eval-batches 1 --warmup 1"},
+      {"warmup", grid + " --steps 3 --window 1 --lrs 0.01 --warmups 0 --placements post --datasets markov"},
+      {"causes", grid + " --steps 3 --window 1 --rows none --placements post"},
+      {"dynamics", grid + " --steps 3 --early 1 --early-window 2 --warmups 0 --placements post"},
+      {"lrsweep", grid + " --steps 3 --variants pre --lrs 0.01"},
+      {"sharpness", grid + " --steps 3 --every 3 --lrs 0.01 --warmups 0 --placements post --lanczos-iterations 2"},
+      {"amplification", lean + " --depths 1,2 --placements pre"},
+      {"gradflow", lean + " --depths 1 --placements pre"},
+      {"stream", "--d-model 8 --heads 2 --seq 6 --batch 3 --vocab 8 --seeds 1 --jobs 1 --layers-list 1 --placements pre"},
+      {"tape_demo", ""}, {"bench_curvature", ""}, {"bench_engine_overhead", ""}, {"bench_train_step", ""}};
+}();
+
+// `args` without the flag `flag` and its value (a flag given twice is refused).
+std::string without_flag(const std::string& args, const std::string& flag) {
+  std::stringstream words(args);
+  std::string out, word;
+  while (words >> word) {
+    if (word == flag) { words >> word; continue; }
+    out += (out.empty() ? "" : " ") + word;
+  }
+  return out;
+}
+
+bool has_non_finite_number(const std::string& text) {
+  std::stringstream words(text);
+  for (std::string w; words >> w;) {
+    std::string lower;
+    for (char c : w) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower == "nan" || lower == "inf" || lower == "-nan" || lower == "-inf") return true;
+  }
+  return false;
+}
+
+// Every numeric flag of `name` at 0 and, for a real number, at 1e308 and 1e-320 (extremes its range
+// accepts): the run is refused in one last line naming the flag, or it ends with exit 0 and prints only
+// finite numbers, or (a grid's verdict) the blow-up it reports as such.
+void check_extremes(const std::string& name) {
+  const std::string binary = path_of(name);
+  const std::string base = tiny_run.at(name);
+  const bool writes = !base.empty();  // the experiments write into --out
+  for (const std::string& column : option_columns(run(binary, "--help").out)) {
+    const bool real = column.find(" FLOAT") != std::string::npos;
+    if (!real && column.find(" UINT") == std::string::npos && column.find(" INT") == std::string::npos) continue;
+    std::string flag = column.substr(0, column.find(' '));
+    flag = flag.substr(flag.rfind(',') + 1);
+    for (const std::string& value : real ? std::vector<std::string>{"0", "1e308", "1e-320"} : std::vector<std::string>{"0"}) {
+      const fs::path dir = fs::temp_directory_path() / ("gradscope_test_extremes_" + std::to_string(::getpid()));
+      fs::remove_all(dir);
+      fs::create_directories(dir);
+      const Result r = run(binary, without_flag(base, flag) + " " + flag + " " + value + (writes ? " --out o" : ""), dir);
+      fs::remove_all(dir);
+      INFO(name << " " << flag << " " << value << "\nstdout: " << r.out << "\nstderr: " << r.err);
+      if (r.status == 0) {
+        const bool blow_up_reported = r.out.find("diverged") != std::string::npos || r.out.find("blew up") != std::string::npos;
+        CHECK((!has_non_finite_number(r.out) || blow_up_reported));
+      } else {
+        CHECK((r.status == 1 || r.status == 2));
+        std::string last = r.err.substr(0, r.err.find_last_not_of('\n') + 1);
+        last = last.substr(last.find_last_of("\n\r") == std::string::npos ? 0 : last.find_last_of("\n\r") + 1);
+        CHECK(last.rfind(name + ": error: ", 0) == 0);
+        CHECK(last.find(flag) != std::string::npos);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("extremes that the ranges accept train, or are refused naming the flag: train and the small binaries",
+          "[binaries][ranges][extremes]") {
+  for (const char* name : {"train", "tape_demo", "gradflow", "stream", "amplification", "bench_curvature",
+                           "bench_engine_overhead", "bench_train_step"})
+    check_extremes(name);
+}
+
+TEST_CASE("extremes that the ranges accept train, or are refused naming the flag: warmup, causes, dynamics",
+          "[binaries][ranges][extremes]") {
+  for (const char* name : {"warmup", "causes", "dynamics"}) check_extremes(name);
+}
+
+TEST_CASE("extremes that the ranges accept train, or are refused naming the flag: lrsweep, sharpness",
+          "[binaries][ranges][extremes]") {
+  for (const char* name : {"lrsweep", "sharpness"}) check_extremes(name);
 }

@@ -96,11 +96,13 @@ TEST_CASE("a series with no point to draw is left out and named; a plot with non
   plot.series.push_back({"moves", {1, 2, 3}, {1e-3, 2e-3, NAN}, {}});
   plot.series.push_back({"lr 1e-320", {1, 2, 3}, {0, 0, 0}, {}});
   plot.series.push_back({"blew up", {1, 2}, {NAN, INFINITY}, {}});
+  plot.series.push_back({"lr 1e308", {1, 2}, {1e308, 5e307}, {}});  // finite, but gnuplot's range ends near 1e307
   std::string note;
   const Plot kept = without_degenerate_series(plot, note);
   REQUIRE(kept.series.size() == 1);
   CHECK(kept.series[0].title == "moves");
-  CHECK(note == "'lr 1e-320': every value is 0; 'blew up': every value is NaN/Inf");
+  CHECK(note == "'lr 1e-320': every value is 0; 'blew up': every value is NaN/Inf; "
+                "'lr 1e308': its points lie beyond 1e300, outside what gnuplot can draw");
 
   draw(plot, dir.path, "ratio");  // gnuplot fails on a log axis with no point > 0
   CHECK(fs::exists(dir.path / "ratio.png"));

@@ -242,9 +242,14 @@ std::string plot_script(const Plot& plot, const std::string& name, const std::st
 
 namespace {
 
-// Whether gnuplot can place a point: finite coordinates, > 0 on a log axis.
+// gnuplot calls a range beyond about 1e307 undefined (its tics and padding overflow a double there): a
+// point is drawn only within +-1e300.
+constexpr double gnuplot_limit = 1e300;
+
+// Whether gnuplot can place a point: finite coordinates within its range, > 0 on a log axis.
 bool drawable(const Plot& plot, double x, double y) {
-  return std::isfinite(x) && std::isfinite(y) && (!plot.log_x || x > 0) && (!plot.log_y || y > 0);
+  return std::isfinite(x) && std::isfinite(y) && std::abs(x) <= gnuplot_limit && std::abs(y) <= gnuplot_limit &&
+         (!plot.log_x || x > 0) && (!plot.log_y || y > 0);
 }
 
 // Why no point of `s` can be drawn: "every value is 0", "every value is NaN/Inf", ...
@@ -252,6 +257,9 @@ std::string degenerate_because(const Plot& plot, const Series& s) {
   if (s.y.empty()) return "no values";
   if (std::all_of(s.y.begin(), s.y.end(), [](double y) { return !std::isfinite(y); })) return "every value is NaN/Inf";
   if (std::all_of(s.y.begin(), s.y.end(), [](double y) { return y == 0.0; })) return "every value is 0";
+  const auto beyond = [](double v) { return std::isfinite(v) && std::abs(v) > gnuplot_limit; };
+  if (std::any_of(s.x.begin(), s.x.end(), beyond) || std::any_of(s.y.begin(), s.y.end(), beyond))
+    return "its points lie beyond 1e300, outside what gnuplot can draw";
   return plot.log_y ? "no value is finite and > 0 (a log axis)" : "no point is finite";
 }
 
