@@ -2,6 +2,7 @@
 #pragma once
 
 #include <source_location>
+#include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -17,9 +18,33 @@
     REQUIRE(gc_.ok);                                     \
   } while (0)
 
+// Fails unless yours and expected have one shape and |yours - expected| <= atol + rtol |expected| in
+// every element (xt::allclose's rule), printing where they differ most: the element's index, both
+// values, the largest absolute and relative difference, and the tolerance as written.
+#define REQUIRE_CLOSE(yours, expected, rtol, atol)                                     \
+  do {                                                                                 \
+    const std::string close_ = gs::test::difference(yours, expected, rtol, atol);      \
+    if (!close_.empty()) FAIL(#yours " and " #expected " differ: " << close_);         \
+    SUCCEED(#yours " and " #expected " agree");                                        \
+  } while (0)
+
+// Fails unless |value| <= tolerance, printing both in full (Catch's own expansion rounds 1e-12 to 0.0).
+#define REQUIRE_SMALL(value, tolerance)                                                \
+  do {                                                                                 \
+    const std::string small_ = gs::test::not_small(value, tolerance);                  \
+    if (!small_.empty()) FAIL(#value " " << small_);                                   \
+    SUCCEED(#value " is small");                                                       \
+  } while (0)
+
 namespace gs::test {
 
 using Vars = std::vector<Var>;
+
+// "" when close (REQUIRE_CLOSE's rule), else what differs: "worst at (1, 2): yours 0.31, expected
+// -0.31; largest |difference| 0.62, largest relative difference 2; tolerance 1e-12 + 1e-10 |expected|".
+std::string difference(const Array& yours, const Array& expected, double rtol, double atol);
+// "" when |value| <= tolerance, else "is 0.2263836699, more than the tolerance 1e-12 from 0".
+std::string not_small(double value, double tolerance);
 
 // A reproducible array of normal(0, 1) values of the given shape.
 Array randn(const Shape& shape, unsigned seed);

@@ -180,3 +180,19 @@ TEST_CASE("f runs on a fresh tape 2 + 2n times for n input elements", "[gradchec
   REQUIRE(calls == 2 + 2 * (3 + 6));
   REQUIRE(Tape::current().size() == outside);  // the caller's tape is untouched
 }
+
+TEST_CASE("REQUIRE_CLOSE's report names the worst element, both values, the differences and the tolerance as written",
+          "[gradcheck][checks]") {
+  const Array yours{{1.0, 2.0}, {3.0, 4.0}}, expected{{1.0, 2.0}, {-3.0, 4.0}};  // a sign error at (1, 0)
+  const std::string report = test::difference(yours, expected, 1e-10, 1e-12);
+  CHECK_THAT(report, Catch::Contains("worst at (1, 0): yours 3, expected -3"));
+  CHECK_THAT(report, Catch::Contains("largest |difference| 6, largest relative difference 2"));
+  CHECK_THAT(report, Catch::Contains("tolerance 1e-12 + 1e-10 |expected|"));
+  CHECK(test::difference(yours, yours, 1e-10, 1e-12).empty());
+  CHECK(test::difference(yours + 1e-13, yours, 0.0, 1e-12).empty());  // within atol
+  CHECK_THAT(test::difference(yours, Array{1.0, 2.0}, 1e-10, 1e-12), Catch::Contains("yours has shape (2, 2), expected (2,)"));
+  const Array with_nan{{1.0, 2.0}, {3.0, NAN}};
+  CHECK_THAT(test::difference(with_nan, yours, 1e-10, 1e-12), Catch::Contains("worst at (1, 1): yours nan, expected 4"));
+  CHECK_THAT(test::not_small(0.2263836699, 1e-12), Catch::Contains("is 0.2263836699, more than the tolerance 1e-12 from 0"));
+  CHECK(test::not_small(-1e-13, 1e-12).empty());
+}

@@ -38,12 +38,12 @@ void require_same_block(const std::string& placement, BlockFunction yours) {
   const Array x = test::randn({2, 3, 4}, 3), g = test::randn({2, 3, 4}, 4);
   const Pass mine = run(block, x, g, [&](const Var& v) { return yours(block, v); });
   const Pass nns = run(block, x, g, [&](const Var& v) { return block.forward(v); });
-  REQUIRE(xt::allclose(mine.y, nns.y, 1e-12, 1e-14));
-  REQUIRE(xt::allclose(mine.dx, nns.dx, 1e-10, 1e-12));
+  REQUIRE_CLOSE(mine.y, nns.y, 1e-12, 1e-14);
+  REQUIRE_CLOSE(mine.dx, nns.dx, 1e-10, 1e-12);
   const std::vector<nn::NamedParameter> params = block.named_parameters();
   for (std::size_t i = 0; i < params.size(); ++i) {
     INFO("the gradient of " << params[i].name);
-    REQUIRE(xt::allclose(mine.dparams[i], nns.dparams[i], 1e-10, 1e-12));
+    REQUIRE_CLOSE(mine.dparams[i], nns.dparams[i], 1e-10, 1e-12);
   }
 }
 
@@ -72,7 +72,7 @@ EXERCISE_CASE("ex10", "blocks: each function computes its own placement, whateve
   nn::Block fresh(test::tiny_config("pre"), 0, init);
   const Array y = run(fresh, x, g, [&](const Var& v) { return gs::coursework::post_ln_block(fresh, v); }).y;
   for (std::size_t b = 0; b < 2; ++b)
-    for (std::size_t t = 0; t < 3; ++t) REQUIRE(std::abs(y(b, t, 0) + y(b, t, 1) + y(b, t, 2) + y(b, t, 3)) < 1e-12);
+    for (std::size_t t = 0; t < 3; ++t) REQUIRE_SMALL(y(b, t, 0) + y(b, t, 1) + y(b, t, 2) + y(b, t, 3), 1e-12);
 }
 
 EXERCISE_CASE("ex10", "blocks: both pass a gradient check w.r.t. the input and every parameter") {

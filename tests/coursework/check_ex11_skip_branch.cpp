@@ -25,11 +25,9 @@ void require_same_split(const std::string& placement) {
     INFO(placement << ": tape index " << s << " (" << tape.entry(s).op << " " << tape.entry(s).label << ")");
     const gs::coursework::SkipBranchParts yours = gs::coursework::skip_branch_split(tape, s);
     const SkipBranch engine = split_skip_branch(Var(tape, s, tape.generation()));
-    INFO("skip |yours| " << norm(yours.skip) << ", the engine's " << norm(engine.skip));
-    REQUIRE(xt::allclose(yours.skip, engine.skip, 1e-12, 1e-15));
-    INFO("branch |yours| " << norm(yours.branch) << ", the engine's " << norm(engine.branch));
-    REQUIRE(xt::allclose(yours.branch, engine.branch, 1e-12, 1e-15));
-    REQUIRE(xt::allclose(yours.skip + yours.branch, tape.entry(s).grad, 1e-12, 1e-15));
+    REQUIRE_CLOSE(yours.skip, engine.skip, 1e-12, 1e-15);
+    REQUIRE_CLOSE(yours.branch, engine.branch, 1e-12, 1e-15);
+    REQUIRE_CLOSE(yours.skip + yours.branch, tape.entry(s).grad, 1e-12, 1e-15);
   }
   REQUIRE(forks == 6);  // two residual connections per block
 }

@@ -29,7 +29,7 @@ EXERCISE_CASE("ex2", "sum_to_shape: equals the engine's on every kind of broadca
     const Array yours = gs::coursework::sum_to_shape(grad, to);
     const Array engine = gs::sum_to_shape(grad, to, "check", Site::current());
     REQUIRE(shape_of(yours) == to);
-    REQUIRE(xt::allclose(yours, engine, 1e-13, 1e-14));
+    REQUIRE_CLOSE(yours, engine, 1e-13, 1e-14);
   }
 }
 

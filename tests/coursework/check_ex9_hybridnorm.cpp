@@ -148,7 +148,7 @@ EXERCISE_CASE("ex9", "HybridNorm: the block computes the formula") {
     const Array x = test::randn({2, 5, c.d_model}, 4);
     const Array y = output(block, x), expected = reference(block, x);
     REQUIRE(y.shape() == expected.shape());
-    REQUIRE(xt::allclose(y, expected, 1e-10, 1e-12));
+    REQUIRE_CLOSE(y, expected, 1e-10, 1e-12);
   }
 }
 
@@ -170,7 +170,7 @@ EXERCISE_CASE("ex9", "HybridNorm: each head's queries and values are normalized,
       projection->bias.value()(col) *= 3.0;
     }
     INFO((projection == &block.attn.q ? "q" : "v") << " of head 0 times 3");
-    REQUIRE(xt::allclose(output(block, x), y, 1e-4, 1e-4));
+    REQUIRE_CLOSE(output(block, x), y, 1e-4, 1e-4);
     projection->weight.value() = W;
     projection->bias.value() = b;
   }

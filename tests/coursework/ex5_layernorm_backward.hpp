@@ -2,11 +2,9 @@
 // Forward, per row (one position) of x (..., d), with weight w (d,) and bias b (d,):
 //   mu = (1/d) sum_i x_i,   var = (1/d) sum_i (x_i - mu)^2,   rstd = 1 / sqrt(var + eps)
 //   x_hat_i = (x_i - mu) rstd,   y_i = x_hat_i w_i + b_i
-// Backward, per row, with g = dL/dy and g_hat = g * w (derive it: docs/layernorm.md does):
-//   dL/dx = rstd * (g_hat - mean(g_hat) - x_hat * mean(g_hat * x_hat))
-//   dL/dw = the sum over rows of g * x_hat,   dL/db = the sum over rows of g
-// The first term is the gradient with mu and var held fixed; the two means are what flows back through
-// mu and through var. One pass over each row for the two means, one for dL/dx.
+// Derive, per row, with g = dL/dy: dL/dw and dL/db (sums over rows), then dL/dx. x_i reaches y
+// three ways: directly through x_hat_i, through mu, and through var; each contributes a term. Work
+// it out on paper first. Stuck? docs/coursework.md#ex5 has hints, the last of them the formula.
 // Module 2, the layers. Difficulty: 3/3. Time: about 60 min.
 #pragma once
 
