@@ -21,6 +21,7 @@
 #include <catch2/catch.hpp>
 
 #include "nn/io/atomic_file.hpp"
+#include "run_binary.hpp"
 
 namespace fs = std::filesystem;
 
@@ -62,6 +63,23 @@ std::vector<std::string> option_columns(const std::string& help) {
   return out;
 }
 
+// The flags of a help text that take a number (UINT, INT, FLOAT), a list of numbers or not.
+struct NumericFlag {
+  std::string flag;  // "--lr"
+  bool real, list;
+};
+std::vector<NumericFlag> numeric_flags(const std::string& help) {
+  std::vector<NumericFlag> out;
+  for (const std::string& column : option_columns(help)) {
+    const bool real = column.find(" FLOAT") != std::string::npos;
+    if (!real && column.find(" UINT") == std::string::npos && column.find(" INT") == std::string::npos) continue;
+    const std::string names = column.substr(0, column.find(' '));  // "--lr", or "-l,--lr"
+    out.push_back({names.substr(names.rfind(',') + 1), real,
+                   column.find(" ...") != std::string::npos || column.find("=[") != std::string::npos});
+  }
+  return out;
+}
+
 std::size_t lines_of(const std::string& text) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
 }
@@ -80,15 +98,13 @@ TEST_CASE("every binary: --help shows every flag's default; a bad flag or value 
     REQUIRE(help.status == 0);
     const std::vector<std::string> options = option_columns(help.out);
     REQUIRE(options.size() >= 2);  // --help and at least one flag
-    std::string numeric;           // the first flag that takes a number
     for (const std::string& column : options) {
       INFO(column);
       const bool takes_value = column.find(' ') != std::string::npos;  // "--layers UINT:POSITIVE=8"
       if (takes_value) REQUIRE(column.find('=') != std::string::npos);  // a default is shown
-      const bool is_number = column.find(" UINT") != std::string::npos || column.find(" INT") != std::string::npos ||
-                             column.find(" FLOAT") != std::string::npos;
-      if (is_number && numeric.empty()) numeric = column.substr(0, column.find(' '));
     }
+    const std::vector<NumericFlag> numbers = numeric_flags(help.out);
+    const std::string numeric = numbers.empty() ? "" : numbers.front().flag;  // the first flag that takes a number
 
     const Result bad_flag = run(binary, "--no-such-flag");
     REQUIRE(bad_flag.status == 2);
@@ -150,12 +166,7 @@ TEST_CASE("every numeric flag of every binary refuses what is outside its range,
           "[binaries][ranges]") {
   for (const std::string& binary : binaries()) {
     const std::string name = fs::path(binary).filename().string();
-    for (const std::string& column : option_columns(run(binary, "--help").out)) {
-      const bool whole = column.find(" UINT") != std::string::npos || column.find(" INT") != std::string::npos;
-      const bool real = column.find(" FLOAT") != std::string::npos;
-      if (!whole && !real) continue;
-      const std::string flag = column.substr(0, column.find(' '));
-      const bool list = column.find(" ...") != std::string::npos || column.find("=[") != std::string::npos;
+    for (const auto& [flag, real, list] : numeric_flags(run(binary, "--help").out)) {
       // Every range starts at 0 or above, so -1 is outside all of them (CLI11 alone wraps it to 2^64 - 1).
       std::vector<std::string> bad = {"-1", real ? "nan" : "99999999999999999999", real ? "1e999" : "+5", "0x10", "3junk"};
       if (list) bad.push_back(real ? "0.01,nan" : "4,-2");
@@ -442,12 +453,9 @@ void check_extremes(const std::string& name) {
   const std::string binary = path_of(name);
   const std::string base = tiny_run.at(name);
   const bool writes = !base.empty();  // the experiments write into --out
-  for (const std::string& column : option_columns(run(binary, "--help").out)) {
-    const bool real = column.find(" FLOAT") != std::string::npos;
-    if (!real && column.find(" UINT") == std::string::npos && column.find(" INT") == std::string::npos) continue;
-    std::string flag = column.substr(0, column.find(' '));
-    flag = flag.substr(flag.rfind(',') + 1);
-    for (const std::string& value : real ? std::vector<std::string>{"0", "1e308", "1e-320"} : std::vector<std::string>{"0"}) {
+  for (const NumericFlag& f : numeric_flags(run(binary, "--help").out)) {
+    const std::string& flag = f.flag;
+    for (const std::string& value : f.real ? std::vector<std::string>{"0", "1e308", "1e-320"} : std::vector<std::string>{"0"}) {
       const fs::path dir = fs::temp_directory_path() / ("gradscope_test_extremes_" + std::to_string(::getpid()));
       fs::remove_all(dir);
       fs::create_directories(dir);
@@ -459,8 +467,7 @@ void check_extremes(const std::string& name) {
         CHECK((!has_non_finite_number(r.out) || blow_up_reported));
       } else {
         CHECK((r.status == 1 || r.status == 2));
-        std::string last = r.err.substr(0, r.err.find_last_not_of('\n') + 1);
-        last = last.substr(last.find_last_of("\n\r") == std::string::npos ? 0 : last.find_last_of("\n\r") + 1);
+        const std::string last = gs::test::last_line(r.err);  // after the progress line, if any
         CHECK(last.rfind(name + ": error: ", 0) == 0);
         CHECK(last.find(flag) != std::string::npos);
       }
