@@ -30,7 +30,7 @@ double edge_norm(const Tape& tape, int j, std::size_t k) {
 
 // ---- writing DOT ----
 
-std::string quoted(const std::string& s) {  // a DOT string literal; "\n" in s stays a line break
+std::string dot_string(const std::string& s) {  // a DOT string literal; "\n" in s stays a line break
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
@@ -97,9 +97,9 @@ void write_scope(std::string& out, const std::map<std::string, ScopeTree>& tree,
   for (const std::string& child : t.children) {
     const std::string name = scope.empty() ? child : child.substr(scope.size() + 1);  // "blocks.0", then "attn"
     out += indent + "subgraph cluster_" + std::to_string(cluster++) + " {\n";
-    out += indent + "  label=" + quoted(name) + "; style=rounded; color=\"#888888\"; fontcolor=\"#444444\";\n";
+    out += indent + "  label=" + dot_string(name) + "; style=rounded; color=\"#888888\"; fontcolor=\"#444444\";\n";
     out += indent + (depth == 0 ? "  bgcolor=\"#f7f7f7\";\n" : "  bgcolor=\"#ffffff\";\n");
-    if (ids) out += indent + "  id=" + quoted("cluster:" + child) + "; class=\"scope\";\n";
+    if (ids) out += indent + "  id=" + dot_string("cluster:" + child) + "; class=\"scope\";\n";
     write_scope(out, tree, child, nodes, depth + 1, cluster, ids);
     out += indent + "}\n";
   }
@@ -177,7 +177,7 @@ std::string edge_line(const Edge& e, EdgePath p, const ColourScale& scale, const
   } else {
     const std::string c = scale.colour(e.norm);
     const std::string prefix = p == EdgePath::skip ? "skip " : p == EdgePath::branch_in ? "branch " : "";
-    attrs = "label=" + quoted(prefix + num(e.norm)) + ", color=" + quoted(c) + ", fontcolor=" + quoted(c);
+    attrs = "label=" + dot_string(prefix + num(e.norm)) + ", color=" + dot_string(c) + ", fontcolor=" + dot_string(c);
   }
   if (p == EdgePath::skip) attrs += ", penwidth=3.5, weight=8";
   if (p == EdgePath::branch_in || p == EdgePath::branch_out) attrs += ", penwidth=2, style=dashed";
@@ -205,7 +205,7 @@ std::string node_line(const Tape& tape, int i, const Residuals& r, const DotOpti
                                       : "shape=box, style=rounded";
   if (stream) style += ", group=stream";
   if (options.svg_ids) style += ", id=\"n" + std::to_string(i) + "\"";
-  return "n" + std::to_string(i) + " [label=" + quoted(label) + ", " + style + "];\n";
+  return "n" + std::to_string(i) + " [label=" + dot_string(label) + ", " + style + "];\n";
 }
 
 // Registers entry i under its scope, and every enclosing scope under its parent.
@@ -228,7 +228,7 @@ std::string legend(const ColourScale& scale) {
   if (scale.any)
     for (double t : {0.0, 0.5, 1.0}) {
       const double v = std::pow(10.0, scale.low() + t * (scale.hi - scale.low()));
-      rows += "<tr><td bgcolor=" + quoted(scale.colour(v)) + " width=\"30\"></td><td align=\"left\">|g| " +
+      rows += "<tr><td bgcolor=" + dot_string(scale.colour(v)) + " width=\"30\"></td><td align=\"left\">|g| " +
               (t == 0.0 && scale.lo < scale.low() ? "&lt;= " : "") + html(num(v)) + "</td></tr>";
     }
   rows += "<tr><td><b>&#8212;</b></td><td align=\"left\">bold: the skip (identity) path into a residual add"
@@ -267,7 +267,7 @@ std::string to_dot(const Tape& tape, const DotOptions& options) {
   std::string out = "digraph tape {\n";
   out += "  newrank=true; rankdir=TB; nodesep=0.25; ranksep=0.35;\n";
   out += "  node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=9];\n";
-  if (!options.title.empty()) out += "  labelloc=t; fontname=\"Helvetica\"; label=" + quoted(options.title) + ";\n";
+  if (!options.title.empty()) out += "  labelloc=t; fontname=\"Helvetica\"; label=" + dot_string(options.title) + ";\n";
   int cluster = 0;
   write_scope(out, tree, "", nodes, 0, cluster, options.svg_ids);
   for (const Edge& e : edges) {

@@ -70,7 +70,7 @@ inline void reseal(const fs::path& dir) {
   overwrite(dir / nn::manifest_name, nn::manifest_text(m.tag, &files));
 }
 
-inline nn::ModelConfig tiny_config(unsigned seed = 3) {
+inline nn::ModelConfig saved_config(unsigned seed = 3) {
   return {.vocab = 7, .context = 5, .d_model = 8, .heads = 2, .layers = 2, .seed = seed};
 }
 
@@ -79,7 +79,7 @@ inline nn::ModelConfig tiny_config(unsigned seed = 3) {
 struct TinyRun {
   nn::TransformerLM model;
   nn::Adam adam;
-  explicit TinyRun(unsigned seed) : model(tiny_config(seed)), adam(model.named_parameters(), nn::adamw_options(0.01)) {
+  explicit TinyRun(unsigned seed) : model(saved_config(seed)), adam(model.named_parameters(), nn::adamw_options(0.01)) {
     Tape::current().reset();
     model.loss(IndexArray{{1, 2, 3, 4, 5}}, IndexArray{{2, 3, 4, 5, 6}}).backward();
     adam.step(1e-2);

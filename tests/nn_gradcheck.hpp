@@ -21,7 +21,7 @@ namespace gs::test {
 
 // The smallest model that still has every part: V=5, T=3, d=4, 2 heads, d_ff=8, 2 layers, with the
 // placement `spec` (a preset or a triple P/N/R, nn::apply_placement).
-inline nn::ModelConfig tiny_config(const std::string& spec, nn::Init init = nn::Init::xavier) {
+inline nn::ModelConfig gradcheck_config(const std::string& spec, nn::Init init = nn::Init::xavier) {
   nn::ModelConfig c;
   c.vocab = 5;
   c.context = 3;

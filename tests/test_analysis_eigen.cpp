@@ -13,6 +13,8 @@
 #include "analysis/hvp.hpp"
 #include "analysis/eigen.hpp"
 
+namespace test_analysis_eigen {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::analysis;
 
@@ -224,3 +226,5 @@ TEST_CASE("preconditioned_lambda_max refuses a preconditioner of the wrong count
   REQUIRE_THROWS_WITH(preconditioned_lambda_max(loss, {q.x, q.y}, {Array{{1.0, 0.0, 1.0}}, Array{{1.0, 1.0}}}),
                       Catch::Contains("'x'") && Catch::Contains("element 1") && Catch::Contains("> 0"));
 }
+
+}  // namespace test_analysis_eigen

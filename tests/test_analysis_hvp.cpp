@@ -11,6 +11,8 @@
 #include "check.hpp"
 #include "analysis/hvp.hpp"
 
+namespace test_analysis_hvp {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::analysis;
 
@@ -275,3 +277,5 @@ TEST_CASE("hvp refuses bad input with a one-line error", "[curvature][hvp][error
   frozen.set_requires_grad(false);
   REQUIRE_THROWS_WITH(hvp(loss, {frozen}, {Array{1.0}}), Catch::Contains("'frozen' does not require a gradient"));
 }
+
+}  // namespace test_analysis_hvp

@@ -10,6 +10,8 @@
 #include "analysis/step_measures.hpp"
 #include "nn/optim.hpp"
 
+namespace test_analysis_step_measures {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::analysis;
 
@@ -49,7 +51,7 @@ TEST_CASE("update_ratios: |W after - W before| / |W before| over each group's pa
   double w_sq = 0.0, step_sq = 0.0;
   for (nn::NamedParameter p : model.named_parameters())  // a copy of the handle: the value is shared
     if (p.name.rfind("blocks.1.mlp.", 0) == 0) {
-      w_sq += std::pow(norm(p.parameter.value()), 2);
+      w_sq += std::pow(gs::norm(p.parameter.value()), 2);
       if (p.name == "blocks.1.mlp.fc1.weight") {
         p.parameter.value() += 0.5;
         step_sq += 0.25 * static_cast<double>(p.parameter.value().size());
@@ -145,7 +147,7 @@ nn::Batch batch_of(std::size_t B, std::size_t T) {
 TEST_CASE("spectral_norm: the largest singular value of a matrix built with known singular values",
           "[step_measures]") {
   const Array a = with_singular_values({0.5, 3.0, 1.0, 2.0}, 6);  // (4, 6)
-  REQUIRE(norm(a) == Approx(std::sqrt(0.25 + 9.0 + 1.0 + 4.0)).epsilon(1e-12));  // the rotations are orthogonal
+  REQUIRE(gs::norm(a) == Approx(std::sqrt(0.25 + 9.0 + 1.0 + 4.0)).epsilon(1e-12));  // the rotations are orthogonal
   REQUIRE(spectral_norm(a, 1e-13, 2000) == Approx(3.0).epsilon(1e-9));
   REQUIRE(spectral_norm(Array(xt::transpose(a)), 1e-13, 2000) == Approx(3.0).epsilon(1e-9));
   REQUIRE(spectral_norm(Array(a * -2.0), 1e-13, 2000) == Approx(6.0).epsilon(1e-9));
@@ -333,3 +335,5 @@ TEST_CASE("probe_pass: probe_logits' logits and the token share of the head inpu
   model.logits(probe.inputs);
   REQUIRE(pass.token_share == Approx(token_share(head_input(model), probe.inputs)).epsilon(1e-12));
 }
+
+}  // namespace test_analysis_step_measures

@@ -23,6 +23,8 @@
 #include "nn/io/atomic_file.hpp"
 #include "run_binary.hpp"
 
+namespace test_binaries {  // one namespace per test file: the files compile in groups
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -493,3 +495,5 @@ TEST_CASE("extremes that the ranges accept train, or are refused naming the flag
           "[binaries][ranges][extremes]") {
   for (const char* name : {"lrsweep", "sharpness"}) check_extremes(name);
 }
+
+}  // namespace test_binaries

@@ -6,6 +6,8 @@
 
 #include "check.hpp"
 
+namespace test_engine_lifetime {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 
 namespace {
@@ -148,3 +150,5 @@ TEST_CASE("one model per thread, each on its thread's own tape, gives the bits o
   REQUIRE(bool(threaded1 == alone1));
   REQUIRE(bool(threaded2 == alone2));
 }
+
+}  // namespace test_engine_lifetime

@@ -10,6 +10,8 @@
 
 #include "check.hpp"
 
+namespace test_engine_numerics {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using test::Vars;
 
@@ -345,3 +347,5 @@ TEST_CASE("the reductions at +-inf and +-DBL_MAX: softmax, log_softmax, cross_en
   REQUIRE(add_r.y == Array{inf_, -inf_});  // -DBL_MAX - DBL_MAX overflows
   REQUIRE(add_r.grads[0] == Array{1.0, 1.0});
 }
+
+}  // namespace test_engine_numerics

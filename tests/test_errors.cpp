@@ -7,6 +7,8 @@
 
 #include "check.hpp"
 
+namespace test_errors {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using Catch::Contains;
 using Catch::StartsWith;
@@ -401,3 +403,5 @@ TEST_CASE("anomaly mode: overflow and 0/0 in other ops are caught where they hap
   REQUIRE(std::isinf(exp(x).value()(1)));
   REQUIRE(std::isnan((z / z).value()(0)));
 }
+
+}  // namespace test_errors

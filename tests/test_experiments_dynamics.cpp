@@ -11,6 +11,8 @@
 #include "io_helpers.hpp"
 #include "run_binary.hpp"
 
+namespace test_experiments_dynamics {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using test::run_binary;
 namespace fs = std::filesystem;
@@ -97,3 +99,5 @@ TEST_CASE("dynamics' early window: the table, early_window.csv and the new steps
       REQUIRE(std::stod(e.at("dL/lin")) == Approx(ratio_sum.at(e.at("run"))).epsilon(5e-3));  // 3 digits
     }
 }
+
+}  // namespace test_experiments_dynamics

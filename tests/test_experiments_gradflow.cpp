@@ -12,6 +12,8 @@
 #include "nn/io/npy.hpp"
 #include "nn/transformer_lm.hpp"
 
+namespace test_experiments_gradflow {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::experiments;
 using namespace gs::analysis;
@@ -130,3 +132,5 @@ TEST_CASE("batch 0 of MarkovBatches is the batch that --dump writes", "[experime
   REQUIRE(other_batch_differs);
   std::filesystem::remove_all(dir);
 }
+
+}  // namespace test_experiments_gradflow

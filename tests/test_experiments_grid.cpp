@@ -9,6 +9,8 @@
 #include "check.hpp"
 #include "experiments/lib/grid.hpp"
 
+namespace test_experiments_grid {  // one namespace per test file: the files compile in groups
+
 using namespace gs::experiments;
 namespace fs = std::filesystem;
 
@@ -86,3 +88,5 @@ TEST_CASE("two shards written and merged give back every record bit for bit", "[
   REQUIRE_THROWS_WITH(read_shards(both, other, "test", "--seeds=3"), Catch::Contains("has placement pre"));
   fs::remove_all(dir);
 }
+
+}  // namespace test_experiments_grid

@@ -15,6 +15,8 @@
 #include "io_helpers.hpp"
 #include "run_binary.hpp"
 
+namespace test_experiments_lrsweep {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::analysis;
 using test::run_binary;
@@ -182,3 +184,5 @@ TEST_CASE("lrsweep refuses an unknown variant option and a refused placement in 
   REQUIRE(z.status == 2);
   REQUIRE(z.err.find("leave --z-loss and --adam-v0 out") != std::string::npos);
 }
+
+}  // namespace test_experiments_lrsweep

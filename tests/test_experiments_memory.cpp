@@ -10,6 +10,8 @@
 #include "nn/transformer_lm.hpp"
 #include "engine/tools/inspect.hpp"
 
+namespace test_experiments_memory {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::experiments;
 
@@ -84,3 +86,5 @@ TEST_CASE("the memory available is bounded by the process's own address-space li
   CHECK(a.bytes > 0.0);
   CHECK_THAT(a.source, Catch::Contains("RLIMIT_AS"));
 }
+
+}  // namespace test_experiments_memory

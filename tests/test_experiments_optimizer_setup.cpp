@@ -8,9 +8,11 @@
 #include "engine/engine.hpp"
 #include "experiments/lib/training.hpp"
 
+namespace test_experiments_optimizer_setup {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::experiments;
-using gs::test::tiny_config;
+using gs::test::run_config;
 using gs::test::tiny_corpus;
 
 namespace {
@@ -24,7 +26,7 @@ std::vector<Array> values(nn::TransformerLM& model) {
 }  // namespace
 
 TEST_CASE("OptimizerSetup's defaults are the Adam(0.9, 0.98, eps 1e-8) warmup and dynamics always used", "[training][optimizer]") {
-  nn::TransformerLM model(tiny_config("post"));
+  nn::TransformerLM model(run_config("post"));
   const auto optimizer = OptimizerSetup{}.make(model);
   REQUIRE(optimizer->name() == "adam");
   const std::vector<std::pair<std::string, double>> expected = {{"beta1", 0.9}, {"beta2", 0.98}, {"eps", 1e-8}, {"weight_decay", 0.0}};
@@ -37,7 +39,7 @@ TEST_CASE("OptimizerSetup passes the optimizer, betas, eps and interventions on"
   s.optimizer = "radam";
   s.beta1 = 0.8, s.beta2 = 0.999, s.eps = 1e-6;
   s.intervene = {"detach-skip", "freeze-ln"};
-  nn::TransformerLM model(tiny_config("post"));
+  nn::TransformerLM model(run_config("post"));
   const auto optimizer = s.make(model);
   REQUIRE(optimizer->name() == "radam");
   const std::vector<std::pair<std::string, double>> expected = {{"beta1", 0.8}, {"beta2", 0.999}, {"eps", 1e-6}, {"weight_decay", 0.0}};
@@ -56,7 +58,7 @@ TEST_CASE("hold (--hold N): N steps move no weight but do move Adam's moments; t
   const nn::Corpus corpus = tiny_corpus();
   OptimizerSetup s;
   s.hold = 3;
-  nn::TransformerLM model(tiny_config("post"));
+  nn::TransformerLM model(run_config("post"));
   const auto optimizer = s.make(model);
   const nn::Schedule schedule = s.with_hold({nn::ScheduleKind::cosine, 1e-2, 2, 10, 0.1});
   REQUIRE(schedule.hold == 3);
@@ -78,3 +80,5 @@ TEST_CASE("hold (--hold N): N steps move no weight but do move Adam's moments; t
   for (std::size_t i = 0; i < init.size(); ++i) moved = moved || now[i] != init[i];
   REQUIRE(moved);
 }
+
+}  // namespace test_experiments_optimizer_setup

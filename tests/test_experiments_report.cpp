@@ -5,6 +5,8 @@
 #include "check.hpp"
 #include "experiments/lib/report.hpp"
 
+namespace test_experiments_report {  // one namespace per test file: the files compile in groups
+
 using namespace gs::experiments;
 
 TEST_CASE("stat_of gives the mean and the sample standard deviation", "[report]") {
@@ -55,3 +57,5 @@ TEST_CASE("draw writes the data, the gnuplot script, a PNG and an SVG", "[report
   REQUIRE(std::string(magic + 1, 3) == "PNG");
   std::filesystem::remove_all(dir);
 }
+
+}  // namespace test_experiments_report

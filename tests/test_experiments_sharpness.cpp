@@ -25,6 +25,8 @@
 #include "nn/io/npy.hpp"
 #include "nn/transformer_lm.hpp"
 
+namespace test_experiments_sharpness {  // one namespace per test file: the files compile in groups
+
 namespace fs = std::filesystem;
 using namespace gs;
 using namespace gs::analysis;
@@ -148,3 +150,5 @@ TEST_CASE("sharpness --dump: lambda_max.npy is the top eigenvalue of H of the du
   REQUIRE(std::abs(again.lambda_max - dumped(0)) <= 2e-5 * std::abs(dumped(0)));
   fs::remove_all(dir);
 }
+
+}  // namespace test_experiments_sharpness

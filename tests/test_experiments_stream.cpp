@@ -10,6 +10,8 @@
 #include "nn_gradcheck.hpp"
 #include "engine/tools/inspect.hpp"
 
+namespace test_experiments_stream {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 using namespace gs::analysis;
@@ -219,3 +221,5 @@ TEST_CASE("split_gradient says what is wrong: no contributions kept, or a positi
   REQUIRE(q.back().top);
   REQUIRE_THROWS_WITH(split_gradient(q.back().value), Catch::Contains("no edge marked EdgeRole::skip"));
 }
+
+}  // namespace test_experiments_stream

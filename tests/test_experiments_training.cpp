@@ -9,6 +9,8 @@
 #include "experiments/lib/grid.hpp"
 #include "experiments/lib/training.hpp"
 
+namespace test_experiments_training {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::experiments;
 using namespace gs::test;
@@ -41,3 +43,5 @@ TEST_CASE("parallel_for: every index once, and runs on threads equal runs on one
                                    }),
                       Catch::Contains("index 2"));
 }
+
+}  // namespace test_experiments_training

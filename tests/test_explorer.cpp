@@ -20,6 +20,8 @@
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
 
+namespace test_explorer {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::explorer;
 using Catch::Matchers::Contains;
@@ -500,3 +502,5 @@ TEST_CASE("explorer page: it states the findings' answer, from docs/why-pre-ln.m
   CHECK(squeeze(shown_plain).find(squeeze(plain)) != std::string::npos);
   CHECK_THAT(shown_plain, Contains("warmup"));
 }
+
+}  // namespace test_explorer

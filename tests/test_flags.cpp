@@ -8,6 +8,8 @@
 
 #include "experiments/lib/flags.hpp"
 
+namespace test_flags {  // one namespace per test file: the files compile in groups
+
 using namespace gs::experiments;
 
 TEST_CASE("a real flag holds the double its text names (CLI11 alone rounds some texts twice)", "[flags]") {
@@ -27,3 +29,5 @@ TEST_CASE("a real flag holds the double its text names (CLI11 alone rounds some 
   CHECK(flag_value(app, "--lr") == "4.91e-06");  // what a checkpoint records
   CHECK(flag_value(app, "--lrs") == "4.91e-06,0.01");
 }
+
+}  // namespace test_flags

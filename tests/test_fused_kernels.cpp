@@ -17,6 +17,8 @@
 #include "nn/rmsnorm.hpp"
 #include "nn_gradcheck.hpp"
 
+namespace test_fused_kernels {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 using test::Vars;
@@ -325,3 +327,5 @@ TEST_CASE("the fused LayerNorm and RMSNorm keep the arithmetic order of docs/lay
     }
   }
 }
+
+}  // namespace test_fused_kernels

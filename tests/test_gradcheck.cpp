@@ -8,6 +8,8 @@
 #include "check.hpp"
 #include "engine/tools/gradcheck.hpp"
 
+namespace test_gradcheck {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using test::Vars;
 
@@ -196,3 +198,5 @@ TEST_CASE("REQUIRE_CLOSE's report names the worst element, both values, the diff
   CHECK_THAT(test::not_small(0.2263836699, 1e-12), Catch::Contains("is 0.2263836699, more than the tolerance 1e-12 from 0"));
   CHECK(test::not_small(-1e-13, 1e-12).empty());
 }
+
+}  // namespace test_gradcheck

@@ -17,13 +17,15 @@
 #include "nn_gradcheck.hpp"
 #include "engine/tools/inspect.hpp"
 
+namespace test_graph {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 using namespace gs::analysis;
 
 namespace {
 
-const IndexArray ids = {{0, 3, 2}, {4, 4, 1}};      // (B, T) = (2, 3), vocab 5 (tiny_config)
+const IndexArray ids = {{0, 3, 2}, {4, 4, 1}};      // (B, T) = (2, 3), vocab 5 (gradcheck_config)
 const IndexArray targets = {{3, 2, 1}, {4, 1, 0}};
 
 std::string num(double x) {  // as to_dot prints edge labels
@@ -78,7 +80,7 @@ TEST_CASE("a TransformerLM's entries carry their module: block, sublayer, and th
           "[tape][scope][nn]") {
   for (const std::string& placement : nn::placement_presets()) {
     INFO(placement);
-    TransformerLM model(test::tiny_config(placement));
+    TransformerLM model(test::gradcheck_config(placement));
     Tape tape;
     TapeScope use(tape);
     model.loss(ids, targets);
@@ -197,7 +199,7 @@ TEST_CASE("to_dot: one cluster per block with nested sublayers, edges labelled w
           "[inspect][dot]") {
   for (const std::string& placement : nn::placement_presets()) {
     INFO(placement);
-    ModelConfig config = test::tiny_config(placement);
+    ModelConfig config = test::gradcheck_config(placement);
     TransformerLM model(config);
     test::jitter(model.named_parameters(), 0.3, 4);  // rezero's gates away from 0, so every branch carries
     Tape tape;
@@ -242,7 +244,7 @@ TEST_CASE("to_dot: one cluster per block with nested sublayers, edges labelled w
 }
 
 TEST_CASE("to_dot without contributions draws grey unlabelled edges", "[inspect][dot]") {
-  TransformerLM model(test::tiny_config("post"));
+  TransformerLM model(test::gradcheck_config("post"));
   Tape tape;
   TapeScope use(tape);
   model.loss(ids, targets).backward();  // keep_contributions off
@@ -257,7 +259,7 @@ TEST_CASE("to_dot without contributions draws grey unlabelled edges", "[inspect]
 // Hidden from the ordinary run ("[.graphviz]"): ctest runs it as graph.renders_with_graphviz, which is
 // skipped where Graphviz's dot is not installed and fails where dot is installed and does not render.
 TEST_CASE("the DOT renders with Graphviz", "[.graphviz]") {
-  TransformerLM model(test::tiny_config("post"));
+  TransformerLM model(test::gradcheck_config("post"));
   Tape tape;
   TapeScope use(tape);
   tape.keep_contributions = true;
@@ -297,3 +299,5 @@ TEST_CASE("write_model_graph (--graph) writes DOT, or SVG through dot, atomicall
     REQUIRE(f.path().filename().string().find(".tmp") == std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+}  // namespace test_graph

@@ -18,6 +18,8 @@
 #include "io_helpers.hpp"
 #include "nn/io/atomic_file.hpp"
 
+namespace test_html_flag {  // one namespace per test file: the files compile in groups
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using gs::test::TempDir;
@@ -140,3 +142,5 @@ TEST_CASE("html flag: a file gradscope did not write, or another program's page,
   CHECK_THAT(shard.err, Contains("--html records the runs this process trains"));
   CHECK_FALSE(fs::exists(dir.path / "p.html"));
 }
+
+}  // namespace test_html_flag

@@ -19,6 +19,8 @@
 #include "nn/io/npy.hpp"
 #include "nn/transformer_lm.hpp"
 
+namespace test_io_fuzz {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 using nlohmann::json;
@@ -120,7 +122,7 @@ ModelConfig with_seed(ModelConfig c, unsigned seed) {
 struct Fixture {
   test::TempDir tmp{"fuzz"};
   fs::path dir = tmp.path / "ck";
-  ModelConfig config = test::tiny_config();
+  ModelConfig config = test::saved_config();
   TransformerLM target{with_seed(config, 99)};  // other weights, overwritten by a load
   std::vector<Array> initial;
   std::map<std::string, std::string> original;  // relative name -> bytes
@@ -325,3 +327,5 @@ TEST_CASE("fuzz: corrupted and hostile JSON texts give a document or a gs::Error
   std::printf("fuzz: %zu JSON texts refused, %zu parsed\n", refused, parsed);
   REQUIRE(refused > 350);
 }
+
+}  // namespace test_io_fuzz

@@ -19,6 +19,8 @@
 #error "tests/CMakeLists.txt passes the path of gradscope_io_helper"
 #endif
 
+namespace test_io_interrupt {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 namespace fs = std::filesystem;
@@ -56,7 +58,7 @@ pid_t run_helper(const fs::path& dir, unsigned seed, const char* pause_at = null
 // The checkpoint in `dir` loads, and holds the helper's model and optimizer state for `seed`.
 void require_checkpoint_of(const fs::path& dir, unsigned seed) {
   const test::TinyRun expected(seed);
-  const ModelConfig config = test::tiny_config(99);  // other weights, overwritten by the load
+  const ModelConfig config = test::saved_config(99);  // other weights, overwritten by the load
   TransformerLM loaded(config);
   Adam adam(loaded.named_parameters(), adamw_options(0.01));
   const CheckpointInfo info = load_checkpoint(dir, loaded, config, &adam);
@@ -110,3 +112,5 @@ TEST_CASE("a first save killed half way leaves no checkpoint, and the next one s
   require_checkpoint_of(ck, 4);
   REQUIRE(entries(tmp.path) == std::vector<std::string>{"ck", leftover});
 }
+
+}  // namespace test_io_interrupt

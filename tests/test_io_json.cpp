@@ -6,6 +6,8 @@
 #include "nn/io/config_json.hpp"
 #include "nn/io/json.hpp"
 
+namespace test_io_json {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 using nlohmann::json;
@@ -116,3 +118,5 @@ TEST_CASE("json: the model config reads back, and bad values name the member", "
   missing.erase("d_model");
   REQUIRE_THROWS_WITH(model_config_from_json(JsonField(missing, "c.json")), Catch::Contains("no member d_model"));
 }
+
+}  // namespace test_io_json

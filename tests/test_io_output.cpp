@@ -13,6 +13,8 @@
 #include "nn/io/directory_write.hpp"
 #include "nn/io/ownership.hpp"
 
+namespace test_io_output {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 using gs::experiments::check_output_dir;
@@ -195,3 +197,5 @@ TEST_CASE("a PNG carries no marker: an existing one is replaced only with --over
   REQUIRE_THROWS_WITH(check_output_file(g, "--graph", "train"), Catch::Contains("not overwriting it"));
   REQUIRE_NOTHROW(check_output_file(g, "--graph", "train", true));
 }
+
+}  // namespace test_io_output

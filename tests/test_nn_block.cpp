@@ -9,6 +9,8 @@
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"
 
+namespace test_nn_block {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 
@@ -16,7 +18,7 @@ TEST_CASE("a block of every zoo member passes gradient checks w.r.t. its input a
   for (const std::string& member : test::zoo()) {
     for (bool fused : {true, false}) {
       INFO(member << (fused ? " fused" : " composite"));
-      const ModelConfig c = test::tiny_config(member);
+      const ModelConfig c = test::gradcheck_config(member);
       for (std::size_t index : {std::size_t{0}, std::size_t{1}}) {  // mixln: block 0 is post, block 1 pre
         Initializer init(Init::xavier, 1);
         Block block(c, index, init);
@@ -33,7 +35,7 @@ TEST_CASE("a block labels its residual stream on the tape and marks its adds", "
   for (const std::string& member : test::zoo()) {
     INFO(member);
     Initializer init(Init::xavier, 1);
-    Block block(test::tiny_config(member), 1, init);
+    Block block(test::gradcheck_config(member), 1, init);
     Tape tape;
     TapeScope scope(tape);
     Var x = tape.leaf(test::randn({2, 3, 4}, 2));
@@ -59,7 +61,7 @@ TEST_CASE("a block labels its residual stream on the tape and marks its adds", "
 
 TEST_CASE("B2T: y = N2(h + MLP(h) + x), the connection from the bottom marked as a skip", "[nn][block][b2t]") {
   Initializer init(Init::xavier, 4);
-  Block block(test::tiny_config("b2t"), 0, init);
+  Block block(test::gradcheck_config("b2t"), 0, init);
   test::jitter(block.named_parameters(), 0.2, 5);
   Tape tape;
   TapeScope scope(tape);
@@ -76,12 +78,12 @@ TEST_CASE("B2T: y = N2(h + MLP(h) + x), the connection from the bottom marked as
   REQUIRE(tape.role(block.last.mlp_skip.index(), 0) == EdgeRole::skip);
   REQUIRE(tape.role(block.last.mlp_skip.index(), 1) == EdgeRole::skip);
   REQUIRE(block.last.mlp_skip.entry().label == "blocks.0.mlp_skip");
-  REQUIRE_FALSE(TransformerLM(test::tiny_config("b2t")).has_final_norm());
+  REQUIRE_FALSE(TransformerLM(test::gradcheck_config("b2t")).has_final_norm());
 }
 
 TEST_CASE("mixln: blocks 0..K-1 are Post-LN blocks, K..L-1 Pre-LN blocks, K = L/4 rounded half up",
           "[nn][block][mixln]") {
-  ModelConfig c = test::tiny_config("mixln");
+  ModelConfig c = test::gradcheck_config("mixln");
   for (const auto& [L, K] : {std::pair{6, 2}, std::pair{10, 3}, std::pair{2, 1}, std::pair{1, 0}, std::pair{4, 1}}) {
     c.layers = static_cast<std::size_t>(L);
     REQUIRE(c.mixln_post_blocks() == static_cast<std::size_t>(K));
@@ -103,11 +105,11 @@ TEST_CASE("mixln: blocks 0..K-1 are Post-LN blocks, K..L-1 Pre-LN blocks, K = L/
     TapeScope scope(tape);
     return Array(model.logits(ids).value());
   };
-  ModelConfig mix = test::tiny_config("mixln");
+  ModelConfig mix = test::gradcheck_config("mixln");
   mix.mixln_post = 0;
-  REQUIRE((logits(mix) == logits(test::tiny_config("pre"))));
+  REQUIRE((logits(mix) == logits(test::gradcheck_config("pre"))));
   mix.mixln_post = 2;
-  TransformerLM all_post(mix), post(test::tiny_config("post"));
+  TransformerLM all_post(mix), post(test::gradcheck_config("post"));
   Tape tape;
   TapeScope scope(tape);
   all_post.logits(ids);
@@ -120,7 +122,7 @@ TEST_CASE("LayerNorm Scaling multiplies every norm's output in block l by 1/sqrt
     INFO(member);
     for (std::size_t index : {std::size_t{0}, std::size_t{3}}) {
       Initializer init(Init::xavier, 2);
-      Block block(test::tiny_config(member), index, init);
+      Block block(test::gradcheck_config(member), index, init);
       test::jitter(block.named_parameters(), 0.2, 3);
       const double s = 1.0 / std::sqrt(static_cast<double>(index + 1));
       REQUIRE(block.lns_scale == s);
@@ -140,7 +142,7 @@ TEST_CASE("LayerNorm Scaling multiplies every norm's output in block l by 1/sqrt
 
 TEST_CASE("Admin multiplies each skip elementwise by its omega, a parameter [d] per sublayer", "[nn][block][admin]") {
   Initializer init(Init::xavier, 3);
-  Block block(test::tiny_config("post/layer/admin"), 0, init);
+  Block block(test::gradcheck_config("post/layer/admin"), 0, init);
   REQUIRE(block.admin_attn.shape() == Shape{4});
   REQUIRE(block.admin_mlp.shape() == Shape{4});
   block.admin_attn.value() = Array{0.5, 1.5, 2.0, -1.0};
@@ -160,7 +162,7 @@ TEST_CASE("a ReZero block is the identity at init", "[nn][block][rezero]") {
   for (const std::string member : {"rezero", "pre/layer/rezero", "peri/dyt/rezero"}) {
     INFO(member);
     Initializer init(Init::xavier, 3);
-    Block block(test::tiny_config(member), 0, init);
+    Block block(test::gradcheck_config(member), 0, init);
     REQUIRE(block.rezero_attn.value()(0) == 0.0);
     REQUIRE(block.rezero_mlp.value()(0) == 0.0);
     Tape tape;
@@ -169,15 +171,15 @@ TEST_CASE("a ReZero block is the identity at init", "[nn][block][rezero]") {
     REQUIRE((block.forward(tape.constant(x)).value() == x));
   }
   Initializer init(Init::xavier, 3);
-  Block block(test::tiny_config("rezero"), 0, init);
+  Block block(test::gradcheck_config("rezero"), 0, init);
   REQUIRE(block.ln1 == nullptr);
   REQUIRE(block.ln2 == nullptr);
 }
 
 TEST_CASE("DeepNorm scales fc1, fc2, v and o (not q, k) by beta and the skip by alpha", "[nn][block][deepnorm]") {
-  const ModelConfig c = test::tiny_config("deepnorm");  // N = 2 layers
+  const ModelConfig c = test::gradcheck_config("deepnorm");  // N = 2 layers
   Initializer init_post(Init::xavier, 9), init_deep(Init::xavier, 9);
-  Block post(test::tiny_config("post"), 0, init_post);
+  Block post(test::gradcheck_config("post"), 0, init_post);
   Block deep(c, 0, init_deep);
   const double alpha = std::pow(4.0, 0.25), beta = std::pow(16.0, -0.25);
   REQUIRE(deep.alpha == Approx(alpha));
@@ -197,3 +199,5 @@ TEST_CASE("DeepNorm scales fc1, fc2, v and o (not q, k) by beta and the skip by 
   REQUIRE(xt::allclose(deep.last.attn_skip.value(), alpha * x.value()));
   REQUIRE(deep.last.attn_skip.entry().label == "blocks.0.attn_skip");
 }
+
+}  // namespace test_nn_block

@@ -11,6 +11,8 @@
 #include "nn_gradcheck.hpp"
 #include "engine/tools/inspect.hpp"
 
+namespace test_nn_interventions {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 
@@ -21,7 +23,7 @@ const IndexArray targets = {{3, 4, 0}, {2, 1, 1}};
 
 // A model with every parameter perturbed, so no norm weight is 1 and no bias 0.
 std::unique_ptr<TransformerLM> model_of(const std::string& member, const Interventions& iv = {}) {
-  auto model = std::make_unique<TransformerLM>(test::tiny_config(member));
+  auto model = std::make_unique<TransformerLM>(test::gradcheck_config(member));
   test::jitter(model->named_parameters(), 0.2, 13);
   model->set_interventions(iv);
   return model;
@@ -118,7 +120,7 @@ TEST_CASE("interventions parse from their names and print back", "[nn][intervent
 }
 
 TEST_CASE("interventions a model cannot have are refused with the reason", "[nn][interventions]") {
-  TransformerLM dyt(test::tiny_config("pre/dyt")), none(test::tiny_config("rezero")), pre(test::tiny_config("pre"));
+  TransformerLM dyt(test::gradcheck_config("pre/dyt")), none(test::gradcheck_config("rezero")), pre(test::gradcheck_config("pre"));
   REQUIRE_THROWS_WITH(dyt.set_interventions(parse_interventions("ln-undo-gain")),
                       Catch::StartsWith("intervene 'ln-undo-gain' is refused for pre/dyt/none: ") &&
                           Catch::Contains("DyT computes none"));
@@ -142,7 +144,7 @@ TEST_CASE("no intervention changes a forward value", "[nn][interventions]") {
     }();
     for (const std::string& name : intervention_names()) {
       Interventions iv = parse_interventions(name);
-      if (!refusal(iv, test::tiny_config(member)).empty()) continue;
+      if (!refusal(iv, test::gradcheck_config(member)).empty()) continue;
       INFO(member << " with " << name);
       auto m = model_of(member, iv);
       Tape tape;
@@ -366,3 +368,5 @@ TEST_CASE("a branch control that means nothing is refused", "[nn][interventions]
   CHECK_THROWS_WITH(m->set_branch_control({0.0, 0.0}), Catch::Contains("scale"));
   CHECK_THROWS_WITH(m->set_branch_control({0.0, NAN}), Catch::Contains("finite"));
 }
+
+}  // namespace test_nn_interventions

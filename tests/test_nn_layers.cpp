@@ -11,6 +11,8 @@
 #include "nn/mlp.hpp"
 #include "nn_gradcheck.hpp"
 
+namespace test_nn_layers {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 
@@ -162,3 +164,5 @@ TEST_CASE("attention is causal: a later token does not change earlier outputs", 
   REQUIRE_THROWS_WITH(attn.forward(t2.constant(test::randn({4, 6}, 1))),
                       Catch::Contains("CausalSelfAttention at") && Catch::Contains("(4, 6)"));
 }
+
+}  // namespace test_nn_layers

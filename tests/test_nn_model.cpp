@@ -10,6 +10,8 @@
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"
 
+namespace test_nn_model {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 
@@ -53,18 +55,18 @@ TEST_CASE("parameter names and shapes are exactly as specified", "[nn][model][na
   auto pre = post;
   pre["ln_f.weight"] = {4};
   pre["ln_f.bias"] = {4};
-  REQUIRE(shapes(TransformerLM(test::tiny_config("post"))) == post);
-  REQUIRE(shapes(TransformerLM(test::tiny_config("pre"))) == pre);
-  REQUIRE(shapes(TransformerLM(test::tiny_config("deepnorm"))) == post);
-  REQUIRE(shapes(TransformerLM(test::tiny_config("b2t"))) == post);
-  REQUIRE(shapes(TransformerLM(test::tiny_config("mixln"))) == pre);
-  REQUIRE(shapes(TransformerLM(test::tiny_config("pre/layer/lns"))) == pre);
+  REQUIRE(shapes(TransformerLM(test::gradcheck_config("post"))) == post);
+  REQUIRE(shapes(TransformerLM(test::gradcheck_config("pre"))) == pre);
+  REQUIRE(shapes(TransformerLM(test::gradcheck_config("deepnorm"))) == post);
+  REQUIRE(shapes(TransformerLM(test::gradcheck_config("b2t"))) == post);
+  REQUIRE(shapes(TransformerLM(test::gradcheck_config("mixln"))) == pre);
+  REQUIRE(shapes(TransformerLM(test::gradcheck_config("pre/layer/lns"))) == pre);
 
   auto peri = pre;
   for (int i = 0; i < 2; ++i)
     for (const char* ln : {"ln_attn_out", "ln_mlp_out"})
       for (const char* p : {".weight", ".bias"}) peri["blocks." + std::to_string(i) + "." + ln + p] = {4};
-  REQUIRE(shapes(TransformerLM(test::tiny_config("peri"))) == peri);
+  REQUIRE(shapes(TransformerLM(test::gradcheck_config("peri"))) == peri);
 
   auto rezero = post;
   for (int i = 0; i < 2; ++i) {
@@ -74,31 +76,31 @@ TEST_CASE("parameter names and shapes are exactly as specified", "[nn][model][na
     rezero[b + "rezero_attn"] = {1};
     rezero[b + "rezero_mlp"] = {1};
   }
-  REQUIRE(shapes(TransformerLM(test::tiny_config("rezero"))) == rezero);
+  REQUIRE(shapes(TransformerLM(test::gradcheck_config("rezero"))) == rezero);
   auto pre_rezero = pre;  // ReZero with Pre-LN norms: both sets
   for (int i = 0; i < 2; ++i)
     for (const char* a : {"rezero_attn", "rezero_mlp"}) pre_rezero["blocks." + std::to_string(i) + "." + a] = {1};
-  REQUIRE(shapes(TransformerLM(test::tiny_config("pre/layer/rezero"))) == pre_rezero);
+  REQUIRE(shapes(TransformerLM(test::gradcheck_config("pre/layer/rezero"))) == pre_rezero);
 
   // Admin: omega [d] per sublayer. RMSNorm: weight only. DyT: weight, bias and alpha [1].
   auto admin = post;
   for (int i = 0; i < 2; ++i)
     for (const char* a : {"admin_attn", "admin_mlp"}) admin["blocks." + std::to_string(i) + "." + a] = {4};
-  REQUIRE(shapes(TransformerLM(test::tiny_config("post/layer/admin"))) == admin);
+  REQUIRE(shapes(TransformerLM(test::gradcheck_config("post/layer/admin"))) == admin);
   auto rms = pre, dyt = pre;
   for (const std::string norm : {"blocks.0.ln1", "blocks.0.ln2", "blocks.1.ln1", "blocks.1.ln2", "ln_f"}) {
     rms.erase(norm + ".bias");
     dyt[norm + ".alpha"] = {1};
   }
-  REQUIRE(shapes(TransformerLM(test::tiny_config("pre/rms"))) == rms);
-  REQUIRE(shapes(TransformerLM(test::tiny_config("pre/dyt"))) == dyt);
+  REQUIRE(shapes(TransformerLM(test::gradcheck_config("pre/rms"))) == rms);
+  REQUIRE(shapes(TransformerLM(test::gradcheck_config("pre/dyt"))) == dyt);
   auto no_norm = rezero;
   for (int i = 0; i < 2; ++i)
     for (const char* a : {"rezero_attn", "rezero_mlp"}) no_norm.erase("blocks." + std::to_string(i) + "." + a);
-  REQUIRE(shapes(TransformerLM(test::tiny_config("pre/none"))) == no_norm);
+  REQUIRE(shapes(TransformerLM(test::gradcheck_config("pre/none"))) == no_norm);
 
   // The listing order follows the model: embeddings, blocks in order, ln_f, head.
-  TransformerLM model(test::tiny_config("pre"));
+  TransformerLM model(test::gradcheck_config("pre"));
   const auto named = model.named_parameters();
   REQUIRE(named.front().name == "tok_emb.weight");
   REQUIRE(named[2].name == "blocks.0.ln1.weight");
@@ -110,18 +112,18 @@ TEST_CASE("parameter_count adds up every tensor", "[nn][model][names]") {
   const std::size_t V = 5, T = 3, d = 4, f = 8, L = 2;
   const std::size_t block = 2 * 2 * d + 4 * (d * d + d) + (d * f + f) + (f * d + d);
   const std::size_t outer = V * d + T * d + d * V + V;
-  REQUIRE(TransformerLM(test::tiny_config("post")).parameter_count() == outer + L * block);
-  REQUIRE(TransformerLM(test::tiny_config("pre")).parameter_count() == outer + L * block + 2 * d);
-  REQUIRE(TransformerLM(test::tiny_config("peri")).parameter_count() == outer + L * (block + 4 * d) + 2 * d);
-  REQUIRE(TransformerLM(test::tiny_config("rezero")).parameter_count() == outer + L * (block - 4 * d + 2));
-  REQUIRE(TransformerLM(test::tiny_config("post/layer/admin")).parameter_count() == outer + L * (block + 2 * d));
-  REQUIRE(TransformerLM(test::tiny_config("pre/rms")).parameter_count() == outer + L * (block - 2 * d) + d);
-  REQUIRE(TransformerLM(test::tiny_config("pre/dyt")).parameter_count() == outer + L * (block + 2) + 2 * d + 1);
+  REQUIRE(TransformerLM(test::gradcheck_config("post")).parameter_count() == outer + L * block);
+  REQUIRE(TransformerLM(test::gradcheck_config("pre")).parameter_count() == outer + L * block + 2 * d);
+  REQUIRE(TransformerLM(test::gradcheck_config("peri")).parameter_count() == outer + L * (block + 4 * d) + 2 * d);
+  REQUIRE(TransformerLM(test::gradcheck_config("rezero")).parameter_count() == outer + L * (block - 4 * d + 2));
+  REQUIRE(TransformerLM(test::gradcheck_config("post/layer/admin")).parameter_count() == outer + L * (block + 2 * d));
+  REQUIRE(TransformerLM(test::gradcheck_config("pre/rms")).parameter_count() == outer + L * (block - 2 * d) + d);
+  REQUIRE(TransformerLM(test::gradcheck_config("pre/dyt")).parameter_count() == outer + L * (block + 2) + 2 * d + 1);
 }
 
 TEST_CASE("initialisation is seeded, reproducible and follows the scheme", "[nn][model][init]") {
-  TransformerLM a(test::tiny_config("pre")), b(test::tiny_config("pre"));
-  ModelConfig other = test::tiny_config("pre");
+  TransformerLM a(test::gradcheck_config("pre")), b(test::gradcheck_config("pre"));
+  ModelConfig other = test::gradcheck_config("pre");
   other.seed = 2;
   TransformerLM c(other);
   const auto pa = a.named_parameters(), pb = b.named_parameters(), pc = c.named_parameters();
@@ -135,7 +137,7 @@ TEST_CASE("initialisation is seeded, reproducible and follows the scheme", "[nn]
   REQUIRE((a.blocks[0]->attn.q.bias.value() == Array(xt::zeros<double>({4}))));
   REQUIRE(xt::amax(xt::abs(a.head.weight.value()))() <= std::sqrt(6.0 / 9.0));
 
-  ModelConfig big = test::tiny_config("pre", Init::gpt2);
+  ModelConfig big = test::gradcheck_config("pre", Init::gpt2);
   big.d_model = 64;
   big.d_ff = 256;
   big.vocab = 64;
@@ -152,7 +154,7 @@ TEST_CASE("a 2-layer TransformerLM of every zoo member passes a gradient check o
           "[nn][model][gradcheck]") {
   for (const std::string& member : test::zoo()) {
     INFO("placement " << member);
-    TransformerLM model(test::tiny_config(member));
+    TransformerLM model(test::gradcheck_config(member));
     test::jitter(model.named_parameters(), 0.2, 3);  // off the special point (ReZero a = 0, LN 1/0)
     REQUIRE_PARAM_GRADCHECK(model.named_parameters(), {},
                             [&](const std::vector<Var>&) { return model.loss(ids, targets); });
@@ -162,7 +164,7 @@ TEST_CASE("a 2-layer TransformerLM of every zoo member passes a gradient check o
 TEST_CASE("fused and composite norms give the same model to 1e-12", "[nn][model][layernorm]") {
   for (const std::string& member : test::zoo()) {
     INFO(member);
-    TransformerLM model(test::tiny_config(member));
+    TransformerLM model(test::gradcheck_config(member));
     test::jitter(model.named_parameters(), 0.2, 4);
     std::vector<Array> grads[2];
     double losses[2];
@@ -185,7 +187,7 @@ TEST_CASE("fused and composite norms give the same model to 1e-12", "[nn][model]
 TEST_CASE("the model is causal: a later token does not change earlier logits", "[nn][model][causal]") {
   for (const std::string& member : test::zoo()) {
     INFO(member);
-    ModelConfig c = test::tiny_config(member);
+    ModelConfig c = test::gradcheck_config(member);
     c.context = 6;
     TransformerLM model(c);
     test::jitter(model.named_parameters(), 0.2, 5);  // ReZero's branches must do something
@@ -202,7 +204,7 @@ TEST_CASE("the model is causal: a later token does not change earlier logits", "
 }
 
 TEST_CASE("Post-LN's residual stream has RMS 1 at every position after every block", "[nn][model][post]") {
-  ModelConfig c = test::tiny_config("post");
+  ModelConfig c = test::gradcheck_config("post");
   c.d_model = 16;
   c.d_ff = 64;
   c.layers = 3;
@@ -223,7 +225,7 @@ TEST_CASE("Post-LN's residual stream has RMS 1 at every position after every blo
 }
 
 TEST_CASE("the model's loss is the mean cross-entropy and the trace names the stream", "[nn][model]") {
-  TransformerLM model(test::tiny_config("pre"));
+  TransformerLM model(test::gradcheck_config("pre"));
   Tape tape;
   TapeScope scope(tape);
   Var loss = model.loss(ids, targets);
@@ -239,7 +241,7 @@ TEST_CASE("the model's loss is the mean cross-entropy and the trace names the st
   REQUIRE(model.last.emb.entry().label == "emb");
   REQUIRE(model.last.final_norm.entry().label == "ln_f");
   REQUIRE(model.blocks[1]->last.input.index() == model.blocks[0]->last.out.index());
-  REQUIRE_FALSE(TransformerLM(test::tiny_config("post")).has_final_norm());
+  REQUIRE_FALSE(TransformerLM(test::gradcheck_config("post")).has_final_norm());
 
   // A sequence shorter than the context uses the first T rows of pos_emb; the others get no gradient.
   tape.reset();
@@ -253,7 +255,7 @@ TEST_CASE("the model's loss is the mean cross-entropy and the trace names the st
 }
 
 TEST_CASE("bad input to the model throws naming the op, the shapes and the call site", "[nn][model][errors]") {
-  TransformerLM model(test::tiny_config("pre"));
+  TransformerLM model(test::gradcheck_config("pre"));
   Tape tape;
   TapeScope scope(tape);
   REQUIRE_THROWS_WITH(model.logits(IndexArray{{0, 5}}),
@@ -267,7 +269,9 @@ TEST_CASE("bad input to the model throws naming the op, the shapes and the call 
   REQUIRE_THROWS_WITH(model.loss(ids, IndexArray{{0, 1}}),
                       Catch::Contains("TransformerLM.loss at test_nn_model.cpp") && Catch::Contains("(1, 2)"));
   REQUIRE_THROWS_WITH(model.loss(ids, IndexArray{{0, 1, 9}, {0, 0, 0}}), Catch::Contains("target 9"));
-  ModelConfig bad = test::tiny_config("pre");
+  ModelConfig bad = test::gradcheck_config("pre");
   bad.heads = 3;
   REQUIRE_THROWS_WITH(TransformerLM(bad), Catch::Contains("TransformerLM") && Catch::Contains("heads 3"));
 }
+
+}  // namespace test_nn_model

@@ -8,6 +8,8 @@
 #include "nn/rmsnorm.hpp"
 #include "nn_gradcheck.hpp"
 
+namespace test_nn_norm {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 
@@ -161,3 +163,5 @@ TEST_CASE("the DyT module: weight ones, bias zeros, alpha [1], one tape entry wh
   dyt.backward_mode.undo_gain = true;
   REQUIRE_THROWS_WITH(dyt.forward(x), Catch::Contains("DyT") && Catch::Contains("statistics"));
 }
+
+}  // namespace test_nn_norm

@@ -15,6 +15,8 @@
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"
 
+namespace test_nn_presets {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 
@@ -146,7 +148,7 @@ TEST_CASE("every preset gives the numbers of its placement, bit for bit", "[nn][
   for (const std::string& preset : placement_presets()) {
     for (Init scheme : {Init::xavier, Init::gpt2}) {
       INFO(preset << ", init " << to_string(scheme));
-      const ModelConfig c = test::tiny_config(preset, scheme);
+      const ModelConfig c = test::gradcheck_config(preset, scheme);
       TransformerLM model(c);
       HandModel hand(preset, c);
       const Run a = run(model, [](TransformerLM& m) { return m.loss(ids, targets); });
@@ -166,3 +168,5 @@ TEST_CASE("every preset gives the numbers of its placement, bit for bit", "[nn][
     }
   }
 }
+
+}  // namespace test_nn_presets

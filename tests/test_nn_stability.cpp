@@ -15,6 +15,8 @@
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"
 
+namespace test_nn_stability {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 
@@ -103,7 +105,7 @@ Array value_of(const Var& v) { return v.value(); }
 
 TEST_CASE("qk-norm adds one q and one k norm over d_head per block, weights 1 and biases 0, draws unchanged",
           "[nn][stability][qknorm]") {
-  ModelConfig c = test::tiny_config("pre");
+  ModelConfig c = test::gradcheck_config("pre");
   c.qk_norm = QkNorm::layer;
   TransformerLM with(c);
   std::vector<std::string> names;
@@ -121,7 +123,7 @@ TEST_CASE("qk-norm adds one q and one k norm over d_head per block, weights 1 an
   for (const NamedParameter& p : rms.named_parameters()) count += p.name.find("_norm.") != std::string::npos;
   REQUIRE(count == 4);  // q_norm.weight and k_norm.weight in each of 2 blocks: RMSNorm has no bias
   // Every other parameter has the values it has without qk-norm (the norms draw nothing).
-  TransformerLM plain(test::tiny_config("pre"));
+  TransformerLM plain(test::gradcheck_config("pre"));
   for (const NamedParameter& p : plain.named_parameters())
     for (const NamedParameter& q : with.named_parameters())
       if (p.name == q.name) REQUIRE((p.parameter.value() == q.parameter.value()));
@@ -150,7 +152,7 @@ TEST_CASE("a block with qk-norm passes gradient checks w.r.t. its input and para
     for (QkNorm qk : {QkNorm::layer, QkNorm::rms})
       for (bool fused : {true, false}) {
         INFO(member << " qk " << to_string(qk) << (fused ? " fused" : " composite"));
-        ModelConfig c = test::tiny_config(member);
+        ModelConfig c = test::gradcheck_config(member);
         c.qk_norm = qk;
         Initializer init(Init::xavier, 1);
         Block block(c, 0, init);
@@ -169,7 +171,7 @@ TEST_CASE("a block with qk-norm passes gradient checks w.r.t. its input and para
 TEST_CASE("out: h = x + N1(Attn(x)), y = h + N2(MLP(h)), a final norm, the norms named ln1 and ln2",
           "[nn][stability][out]") {
   Initializer init(Init::xavier, 4);
-  Block block(test::tiny_config("out"), 1, init);
+  Block block(test::gradcheck_config("out"), 1, init);
   test::jitter(block.named_parameters(), 0.2, 5);
   Tape tape;
   TapeScope scope(tape);
@@ -188,7 +190,7 @@ TEST_CASE("out: h = x + N1(Attn(x)), y = h + N2(MLP(h)), a final norm, the norms
   // The skip is x itself: the stream is never normalized inside the blocks.
   REQUIRE(block.last.attn_skip.index() == x.index());
   REQUIRE(block.last.attn_in.index() == x.index());
-  REQUIRE(TransformerLM(test::tiny_config("out")).has_final_norm());
+  REQUIRE(TransformerLM(test::gradcheck_config("out")).has_final_norm());
   std::vector<std::string> names;
   for (const NamedParameter& p : block.named_parameters()) names.push_back(p.name);
   REQUIRE(names.front() == "attn.q.weight");  // out lists each norm after the sublayer it follows
@@ -206,7 +208,7 @@ TEST_CASE("a TransformerLM with out, qk-norm and z-loss passes a gradient check 
   for (const std::string member : {"out", "out/rms", "pre"})
     for (QkNorm qk : {QkNorm::layer, QkNorm::rms}) {
       INFO(member << " qk " << to_string(qk));
-      ModelConfig c = test::tiny_config(member);
+      ModelConfig c = test::gradcheck_config(member);
       c.qk_norm = qk;
       TransformerLM model(c);
       model.z_loss = 0.3;  // large, so that its part of the gradient is not lost in the CE's
@@ -220,7 +222,7 @@ TEST_CASE("a TransformerLM with out, qk-norm and z-loss passes a gradient check 
 
 TEST_CASE("z-loss: loss = mean CE + C mean (log Z)^2, last.ce the CE alone, from the logits in plain loops",
           "[nn][stability][zloss]") {
-  TransformerLM model(test::tiny_config("pre"));
+  TransformerLM model(test::gradcheck_config("pre"));
   test::jitter(model.named_parameters(), 0.5, 8);
   Tape tape;
   TapeScope scope(tape);
@@ -351,3 +353,5 @@ TEST_CASE("GI-Adam on AdamW and RAdam: the same start, against scalar references
   REQUIRE_THROWS_WITH(make_optimizer("sgd", two.named_parameters(), 0.0, 0.9, 0.99, 1e-8, true),
                       Catch::Contains("--adam-v0 g0sq") && Catch::Contains("sgd"));
 }
+
+}  // namespace test_nn_stability

@@ -13,6 +13,8 @@
 #include "nn/io/checkpoint.hpp"
 #include "nn/train.hpp"
 
+namespace test_nn_train {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::test;
 
@@ -54,7 +56,7 @@ TEST_CASE("a run resumed from a checkpoint continues exactly as the uninterrupte
 
   const auto dir = std::filesystem::temp_directory_path() / "gradscope_test_resume";
   std::filesystem::remove_all(dir);
-  const nn::ModelConfig config = tiny_config("post");
+  const nn::ModelConfig config = run_config("post");
   std::vector<double> resumed;
   {
     nn::TransformerLM model(config);
@@ -85,7 +87,7 @@ TEST_CASE("train_step calls its hooks: before every step, after the backward pas
     REQUIRE(lr == setup.schedule.lr(step));
     calls.push_back("update " + std::to_string(step));
   };
-  nn::TransformerLM model(tiny_config("pre"));
+  nn::TransformerLM model(run_config("pre"));
   nn::Adam adam(model.named_parameters(), adam_options());
   const std::vector<double> hooked = losses(model, adam, setup, 0, 2);
   REQUIRE(calls == std::vector<std::string>{"before 0", "backward 0", "update 0", "before 1", "backward 1", "update 1"});
@@ -93,3 +95,5 @@ TEST_CASE("train_step calls its hooks: before every step, after the backward pas
   setup.hooks.before = [](std::size_t step) { throw Error("stop at " + std::to_string(step)); };
   REQUIRE_THROWS_WITH(nn::train_step(model, adam, setup, 2), Catch::Contains("stop at 2"));
 }
+
+}  // namespace test_nn_train

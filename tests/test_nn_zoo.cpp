@@ -13,6 +13,8 @@
 #include "nn_gradcheck.hpp"
 #include "engine/tools/inspect.hpp"
 
+namespace test_nn_zoo {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 
@@ -103,7 +105,7 @@ TEST_CASE("bad placement specs are one-line errors naming the spec and the valid
     REQUIRE_THROWS_WITH(apply_placement(c, spec), Catch::StartsWith("placement '" + spec + "' is refused: ") &&
                                                       Catch::Contains(why) && !Catch::Contains("\n"));
     // The model refuses the same triple set by hand.
-    ModelConfig direct = test::tiny_config("pre");
+    ModelConfig direct = test::gradcheck_config("pre");
     const ModelConfig parsed = [&] {
       ModelConfig p;
       const std::vector<std::string> parts = [&] {
@@ -141,7 +143,7 @@ TEST_CASE("bad placement specs are one-line errors naming the spec and the valid
 TEST_CASE("config.json carries the three axes, and a file without them is refused", "[nn][zoo][config]") {
   for (const std::string& member : test::zoo()) {
     INFO(member);
-    ModelConfig c = test::tiny_config(member);
+    ModelConfig c = test::gradcheck_config(member);
     c.dyt_alpha = 0.3;
     c.layers = 6;
     if (c.placement == Placement::mixln) c.mixln_post = 4;
@@ -167,7 +169,7 @@ TEST_CASE("config.json carries the three axes, and a file without them is refuse
   const nlohmann::json doc = parse_json(refused, "c.json");
   REQUIRE_THROWS_WITH(model_config_from_json(JsonField(doc, "c.json")),
                       Catch::StartsWith("c.json: placement is not a placement: 'pre/none/lns' is refused"));
-  REQUIRE(architecture_difference(test::tiny_config("pre"), test::tiny_config("pre/rms")) ==
+  REQUIRE(architecture_difference(test::gradcheck_config("pre"), test::gradcheck_config("pre/rms")) ==
           "placement is pre in one and pre/rms/none in the other");
 }
 
@@ -175,7 +177,7 @@ TEST_CASE("at every stream position of every zoo member, skip + branch = the gra
   for (const std::string& member : test::zoo()) {
     for (bool jittered : {false, true}) {
       INFO(member << (jittered ? ", jittered" : ", at init"));
-      TransformerLM model(test::tiny_config(member));
+      TransformerLM model(test::gradcheck_config(member));
       if (jittered) test::jitter(model.named_parameters(), 0.2, 11);
       Tape tape;
       TapeScope scope(tape);
@@ -204,7 +206,7 @@ TEST_CASE("at every stream position of every zoo member, skip + branch = the gra
 TEST_CASE("Admin's omegas come from one profiling pass, as in Liu et al.'s reference code", "[nn][zoo][admin]") {
   for (const std::string member : {"post/layer/admin", "post/rms/admin", "post/dyt/admin"}) {
     INFO(member);
-    ModelConfig c = test::tiny_config(member);
+    ModelConfig c = test::gradcheck_config(member);
     c.layers = 3;
     TransformerLM model(c);
     // The constructor profiled on its own batch: every omega is a constant vector, and the first is 1.
@@ -234,6 +236,8 @@ TEST_CASE("Admin's omegas come from one profiling pass, as in Liu et al.'s refer
     // With a norm that normalizes, every skip's variance is omega_i^2 and the weight grows with depth.
     if (c.norm != Norm::dyt) REQUIRE(model.blocks[2]->admin_mlp.value()(0) > model.blocks[0]->admin_mlp.value()(0));
   }
-  TransformerLM post(test::tiny_config("post"));
+  TransformerLM post(test::gradcheck_config("post"));
   REQUIRE_THROWS_WITH(post.profile_admin(ids), Catch::Contains("not admin"));
 }
+
+}  // namespace test_nn_zoo

@@ -15,6 +15,8 @@
 #include "run_binary.hpp"
 #include "tiny_run.hpp"
 
+namespace test_non_finite {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::experiments;
 using Catch::Matchers::Contains;
@@ -40,7 +42,7 @@ const std::vector<std::string> tiny_grid = {"--d-model", "8", "--heads", "2", "-
 
 TEST_CASE("a gradient whose norm overflows moves no weight, and the step is not finite", "[train][non-finite]") {
   const nn::Corpus corpus = test::tiny_corpus();
-  nn::TransformerLM model(test::tiny_config("post"));
+  nn::TransformerLM model(test::run_config("post"));
   model.z_loss = 1e300;  // C mean (log Z)^2 is finite (about 1e300 x 4), its gradient's square is not
   nn::Adam adam(model.named_parameters(), test::adam_options());
   const Array before = model.named_parameters().front().parameter.value();
@@ -123,3 +125,5 @@ TEST_CASE("dynamics at a rate that moves nothing draws the plots it can and name
   CHECK_THAT(r.err, Contains("every value is 0"));
   CHECK(fs::exists(dir.path / "o" / "loss.png"));
 }
+
+}  // namespace test_non_finite

@@ -7,6 +7,8 @@
 
 #include "check.hpp"
 
+namespace test_ops_elementwise {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using test::require_gradcheck;
 using test::Vars;
@@ -322,3 +324,5 @@ TEST_CASE("a reference to a value or gradient stays valid while later ops are re
   REQUIRE(&x.grad() == &g);
   REQUIRE(xt::all(xt::isfinite(g)));
 }
+
+}  // namespace test_ops_elementwise

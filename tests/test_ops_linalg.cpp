@@ -6,6 +6,8 @@
 
 #include "check.hpp"
 
+namespace test_ops_linalg {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using test::require_gradcheck;
 using test::Vars;
@@ -189,3 +191,5 @@ TEST_CASE("transpose passes gradcheck", "[linalg][transpose][gradcheck]") {
     return matmul(q, transpose(q));
   }, {test::randn({1, 3, 2, 2}, 35)});
 }
+
+}  // namespace test_ops_linalg

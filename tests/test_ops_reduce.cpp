@@ -7,6 +7,8 @@
 
 #include "check.hpp"
 
+namespace test_ops_reduce {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using test::require_gradcheck;
 using test::Vars;
@@ -336,3 +338,5 @@ TEST_CASE("cross_entropy of logits around 1e4 is finite and equals that of the s
   const IndexArray t1 = {1, 0, 5, 3};
   require_gradcheck([t1](const Vars& v) { return cross_entropy(v[0], t1); }, {big});
 }
+
+}  // namespace test_ops_reduce

@@ -3,6 +3,8 @@
 #include "check.hpp"
 #include "engine/broadcast.hpp"
 
+namespace test_ops_select {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using test::require_gradcheck;
 using test::Vars;
@@ -160,3 +162,5 @@ TEST_CASE("the causal mask: masked scores get zero probability and zero gradient
   require_gradcheck([causal](const Vars& v) { return softmax(masked_fill(v[0], causal, -1e9)); },
                     {test::randn({2, n, n}, 53)});
 }
+
+}  // namespace test_ops_select

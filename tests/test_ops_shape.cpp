@@ -2,6 +2,8 @@
 // values and their gradients (which move the gradient back the same way; gather scatter-adds).
 #include "check.hpp"
 
+namespace test_ops_shape {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using test::require_gradcheck;
 using test::Vars;
@@ -220,3 +222,5 @@ TEST_CASE("gather_rows scatter-adds the gradient of repeated ids", "[shape][gath
   require_gradcheck([ids](const Vars& v) { return tanh(gather_rows(v[0], ids)) * sum(v[0], {0}); },
                     {test::randn({4, 3}, 55)});
 }
+
+}  // namespace test_ops_shape

@@ -12,6 +12,8 @@
 #include "nn/io/ownership.hpp"
 #include "run_binary.hpp"
 
+namespace test_outputs {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using test::run_binary;
 namespace fs = std::filesystem;
@@ -108,3 +110,5 @@ TEST_CASE("amplification and tape_demo: --graph refuses a file it did not write,
   }
   REQUIRE(test::leftovers(dir.path).empty());
 }
+
+}  // namespace test_outputs

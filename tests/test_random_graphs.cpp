@@ -29,6 +29,8 @@
 #include "engine/broadcast.hpp"
 #include "engine/tools/gradcheck.hpp"
 
+namespace test_random_graphs {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using test::Vars;
 
@@ -467,3 +469,5 @@ TEST_CASE("replay one random graph from GS_GRAPH_SEED", "[.replay]") {
   WARN(g.listing());
   check_graph(g);
 }
+
+}  // namespace test_random_graphs

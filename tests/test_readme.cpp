@@ -4,6 +4,8 @@
 
 #include "check.hpp"
 
+namespace test_readme {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 
 TEST_CASE("the README example runs and its gradient is right", "[readme]") {
@@ -30,3 +32,5 @@ TEST_CASE("to_string prints arrays as nested braces", "[readme][array]") {
   REQUIRE(to_string(Array::from_shape({0, 2})) == "{{}}");
   REQUIRE(to_string(Array{1.0, 2.0, 3.0}, 2) == "array of shape (3,), first values: 1 2 ...");
 }
+
+}  // namespace test_readme

@@ -19,6 +19,8 @@
 #include "nn/io/ownership.hpp"
 #include "run_binary.hpp"
 
+namespace test_reliability {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -488,3 +490,5 @@ TEST_CASE("the memory estimate covers --graph, the snapshot list and the benchma
   CHECK_THAT(snapshots.err, Contains("more than 10000 snapshot steps"));
   CHECK_FALSE(fs::exists(dir.path / "g.dot"));
 }
+
+}  // namespace test_reliability

@@ -11,6 +11,8 @@
 #include "nn/io/ownership.hpp"
 #include "run_binary.hpp"
 
+namespace test_resume {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using test::run_binary;
 namespace fs = std::filesystem;
@@ -139,3 +141,5 @@ TEST_CASE("train --resume of a text file: refused if the file's bytes changed, a
   REQUIRE(changed.err.find("train: error: --resume ck: --text a.txt has SHA-256 ") == 0);
   REQUIRE(changed.err.find("the checkpoint was trained on a.txt with SHA-256 ") != std::string::npos);
 }
+
+}  // namespace test_resume

@@ -17,6 +17,8 @@
 #include "nn/io/ownership.hpp"
 #include "run_binary.hpp"
 
+namespace test_signals {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using test::run_binary;
 namespace fs = std::filesystem;
@@ -111,3 +113,5 @@ TEST_CASE("the grid binaries: SIGINT or SIGTERM inside a cell exits 130 / 143 an
     }
   }
 }
+
+}  // namespace test_signals

@@ -5,6 +5,8 @@
 #include "check.hpp"
 #include "engine/tools/inspect.hpp"
 
+namespace test_tape {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 
 TEST_CASE("entries are appended in creation order and inputs have smaller indices", "[tape]") {
@@ -234,3 +236,5 @@ TEST_CASE("the listing has one line per entry with op, label, call site and norm
   // A header line plus one line per entry.
   REQUIRE(std::count(listing.begin(), listing.end(), '\n') == static_cast<long>(tape.size()) + 1);
 }
+
+}  // namespace test_tape

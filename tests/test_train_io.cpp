@@ -12,12 +12,14 @@
 #include "nn/io/npy.hpp"
 #include "nn/transformer_lm.hpp"
 
+namespace test_train_io {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 using gs::test::overwrite;
 using gs::test::same_bits;
 using gs::test::TempDir;
-using gs::test::tiny_config;
+using gs::test::saved_config;
 namespace fs = std::filesystem;
 
 TEST_CASE("npy: float64 and int64 arrays round-trip bit for bit", "[train][npy]") {
@@ -139,7 +141,7 @@ TEST_CASE("npy: the header reader accepts numpy's dict and nothing else", "[trai
 TEST_CASE("checkpoint: save then load restores every parameter and the optimizer state exactly",
           "[train][checkpoint]") {
   TempDir dir("ckpt");
-  const ModelConfig config = tiny_config();
+  const ModelConfig config = saved_config();
   TransformerLM model(config);
   Adam adam(model.named_parameters(), adamw_options(0.01));
   // One real training step, so that parameters and moments hold arbitrary doubles.
@@ -207,7 +209,7 @@ TEST_CASE("checkpoint: save then load restores every parameter and the optimizer
 
 TEST_CASE("checkpoint: config.json is read once and load uses what read_checkpoint_info read", "[train][checkpoint]") {
   TempDir dir("ckpt-once");
-  const ModelConfig config = tiny_config();
+  const ModelConfig config = saved_config();
   TransformerLM model(config);
   save_checkpoint(dir.path / "c", "test", model, config, 4);
   const CheckpointInfo info = read_checkpoint_info(dir.path / "c");
@@ -221,7 +223,7 @@ TEST_CASE("checkpoint: config.json is read once and load uses what read_checkpoi
 
 TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra file is refused", "[train][checkpoint]") {
   TempDir dir("ckpt-bad");
-  const ModelConfig config = tiny_config();
+  const ModelConfig config = saved_config();
   TransformerLM model(config);
   const fs::path c = dir.path / "c";
   TransformerLM target(config);
@@ -322,7 +324,7 @@ TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra fi
 
 TEST_CASE("dump: config, parameters, gradients, batch and loss of one batch", "[train][dump]") {
   TempDir dir("dump");
-  const ModelConfig config = tiny_config();
+  const ModelConfig config = saved_config();
   TransformerLM model(config);
   const Batch batch{IndexArray{{1, 2, 3}, {4, 5, 6}}, IndexArray{{2, 3, 4}, {5, 6, 0}}};
   const double loss = write_dump(dir.path, "test", config, model, batch,
@@ -360,3 +362,5 @@ TEST_CASE("dump: config, parameters, gradients, batch and loss of one batch", "[
   REQUIRE(fs::exists(dir.path / "params" / "ln_f.weight.npy"));
   Tape::current().reset();
 }
+
+}  // namespace test_train_io

@@ -11,6 +11,8 @@
 #include "nn/optim.hpp"
 #include "nn/schedule.hpp"
 
+namespace test_train_optim {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 
@@ -412,3 +414,5 @@ TEST_CASE("during a hold Adam's moments move and the weights do not, with or wit
     REQUIRE(m.a.value()(0) != a0(0));
   }
 }
+
+}  // namespace test_train_optim

@@ -12,7 +12,7 @@
 
 namespace gs::test {
 
-inline nn::ModelConfig tiny_config(const std::string& placement) {
+inline nn::ModelConfig run_config(const std::string& placement) {
   nn::ModelConfig c{.vocab = 8, .context = 8, .d_model = 8, .heads = 2, .layers = 2, .seed = 3};
   nn::apply_placement(c, placement);
   return c;
@@ -40,7 +40,7 @@ inline std::vector<double> losses(nn::TransformerLM& model, nn::Adam& adam, cons
 }
 
 inline std::vector<double> fresh_run(const nn::Corpus& corpus, const std::string& placement, std::size_t steps) {
-  nn::TransformerLM model(tiny_config(placement));
+  nn::TransformerLM model(run_config(placement));
   nn::Adam adam(model.named_parameters(), adam_options());
   return losses(model, adam, tiny_setup(corpus), 0, steps);
 }

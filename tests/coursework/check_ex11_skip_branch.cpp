@@ -6,6 +6,8 @@
 #include "exercise.hpp"
 #include "nn/transformer_lm.hpp"
 
+namespace check_ex11_skip_branch {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 
 namespace {
@@ -52,3 +54,5 @@ EXERCISE_CASE("ex11", "skip/branch split: a tape without contributions is refuse
     REQUIRE(std::string(e.what()).find("skip_branch_split") != std::string::npos);
   }
 }
+
+}  // namespace check_ex11_skip_branch

@@ -6,6 +6,8 @@
 #include "exercise.hpp"
 #include "small_grid.hpp"
 
+namespace check_ex12_stuck_runs {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::coursework;
 
@@ -38,3 +40,5 @@ EXERCISE_CASE("ex12", "stuck runs: your predictions match the small warmup grid,
   INFO("the grid (" << runs << " runs):\n" << table);
   REQUIRE(wrong.empty());
 }
+
+}  // namespace check_ex12_stuck_runs

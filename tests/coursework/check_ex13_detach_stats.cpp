@@ -8,6 +8,8 @@
 #include "nn/layernorm.hpp"
 #include "small_grid.hpp"
 
+namespace check_ex13_detach_stats {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::coursework;
 
@@ -93,3 +95,5 @@ EXERCISE_CASE("ex13", "detach stats: your predictions match what it does to the 
   INFO("loss_lower: predicted " << predictions.at("loss_lower") << ", measured " << lower);
   REQUIRE((predictions.at("loss_lower") == "1") == lower);
 }
+
+}  // namespace check_ex13_detach_stats

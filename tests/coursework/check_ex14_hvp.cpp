@@ -6,6 +6,8 @@
 #include "exercise.hpp"
 #include "nn/transformer_lm.hpp"
 
+namespace check_ex14_hvp {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::analysis;
 
@@ -87,3 +89,5 @@ EXERCISE_CASE("ex14", "hvp: symmetric, u^T H v = v^T H u, as a Hessian is") {
   INFO("u^T H v = " << uHv << ", v^T H u = " << vHu);
   REQUIRE(uHv == Approx(vHu).epsilon(1e-5));
 }
+
+}  // namespace check_ex14_hvp

@@ -6,6 +6,8 @@
 #include "exercise.hpp"
 #include "nn/transformer_lm.hpp"
 
+namespace check_ex1_reverse_sweep {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using gs::coursework::reverse_sweep;
 
@@ -70,3 +72,5 @@ EXERCISE_CASE("ex1", "reverse sweep: a whole language model's loss") {
   Var L = model.loss(IndexArray{{1, 2, 3, 4}, {5, 6, 0, 1}}, IndexArray{{2, 3, 4, 5}, {6, 0, 1, 2}});
   require_same_as_backward(tape, L, xt::ones_like(L.value()));
 }
+
+}  // namespace check_ex1_reverse_sweep

@@ -7,6 +7,8 @@
 #include "ex2_sum_to_shape.hpp"
 #include "exercise.hpp"
 
+namespace check_ex2_sum_to_shape {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 
 EXERCISE_CASE("ex2", "sum_to_shape: equals the engine's on every kind of broadcast") {
@@ -62,3 +64,5 @@ EXERCISE_CASE("ex2", "sum_to_shape: gives a broadcast add its gradients (checked
   test::require_gradcheck([&](const test::Vars& v) { return add_row(v[0], v[1]); },
                           {test::randn({3, 4}, 10), test::randn({4}, 11)});
 }
+
+}  // namespace check_ex2_sum_to_shape

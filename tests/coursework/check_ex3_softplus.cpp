@@ -6,6 +6,8 @@
 #include "exercise.hpp"
 #include "ex3_softplus.hpp"
 
+namespace check_ex3_softplus {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using gs::coursework::softplus;
 
@@ -51,3 +53,5 @@ EXERCISE_CASE("ex3", "softplus: the gradient at |x| = 800 is sigmoid(x): 1 and 0
   REQUIRE(g(1) < 1e-300);
   REQUIRE(g(2) == Approx(0.5));
 }
+
+}  // namespace check_ex3_softplus

@@ -11,6 +11,8 @@
 #include "engine/tape.hpp"
 #include "ex4_gradcheck.hpp"
 
+namespace check_ex4_gradcheck {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using gs::coursework::gradients_agree;
 using gs::coursework::ScalarFunction;
@@ -98,3 +100,5 @@ EXERCISE_CASE("ex4", "gradcheck: rejects each planted bug") {
     REQUIRE_FALSE(gradients_agree(c.f, c.x));
   }
 }
+
+}  // namespace check_ex4_gradcheck

@@ -5,6 +5,8 @@
 #include "exercise.hpp"
 #include "nn/layernorm.hpp"
 
+namespace check_ex5_layernorm_backward {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 
 namespace {
@@ -66,3 +68,5 @@ EXERCISE_CASE("ex5", "layernorm backward: dx sums to 0 in every row, and is orth
     REQUIRE_SMALL(dot, 1e-12);
   }
 }
+
+}  // namespace check_ex5_layernorm_backward

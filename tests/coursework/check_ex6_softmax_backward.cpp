@@ -3,6 +3,8 @@
 #include "exercise.hpp"
 #include "nn/attention.hpp"
 
+namespace check_ex6_softmax_backward {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 
 namespace {
@@ -49,3 +51,5 @@ EXERCISE_CASE("ex6", "softmax backward: a masked score gets gradient exactly 0, 
     REQUIRE_SMALL(dx(r, 0) + dx(r, 1) + dx(r, 2) + dx(r, 3), 1e-14);
   }
 }
+
+}  // namespace check_ex6_softmax_backward

@@ -3,6 +3,8 @@
 #include "exercise.hpp"
 #include "nn/attention.hpp"
 
+namespace check_ex7_attention_backward {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 
 namespace {
@@ -58,3 +60,5 @@ EXERCISE_CASE("ex7", "attention backward: the future gets no gradient") {
       REQUIRE(yours[2](0, t, c) == 0.0);
     }
 }
+
+}  // namespace check_ex7_attention_backward

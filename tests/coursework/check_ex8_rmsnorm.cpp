@@ -5,6 +5,8 @@
 #include "ex8_rmsnorm.hpp"
 #include "nn/rmsnorm.hpp"
 
+namespace check_ex8_rmsnorm {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using gs::coursework::rmsnorm;
 
@@ -73,3 +75,5 @@ EXERCISE_CASE("ex8", "rmsnorm: a weight that is not (d,) throws gs::Error naming
     }
   }
 }
+
+}  // namespace check_ex8_rmsnorm

@@ -12,6 +12,8 @@
 #include "nn/embedding.hpp"
 #include "nn/linear.hpp"
 
+namespace check_ex9_hybridnorm {  // one namespace per test file: the files compile in groups
+
 using namespace gs;
 using namespace gs::nn;
 using gs::coursework::HybridNormBlock;
@@ -113,7 +115,7 @@ struct HybridNormModel : Module {
 
 EXERCISE_CASE("ex9", "HybridNorm: its parameters have the names and shapes of ex9_hybridnorm.hpp") {
   Initializer init(Init::xavier, 1);
-  HybridNormBlock block(test::tiny_config("post"), init);  // d = 4, 2 heads: dh = 2, d_ff = 8
+  HybridNormBlock block(test::gradcheck_config("post"), init);  // d = 4, 2 heads: dh = 2, d_ff = 8
   std::vector<std::pair<std::string, Shape>> got, expected;
   for (const NamedParameter& p : block.named_parameters()) got.push_back({p.name, p.parameter.shape()});
   for (const char* p : {"q", "k", "v", "o"}) {
@@ -138,7 +140,7 @@ EXERCISE_CASE("ex9", "HybridNorm: its parameters have the names and shapes of ex
 EXERCISE_CASE("ex9", "HybridNorm: the block computes the formula") {
   // With every parameter perturbed (no norm weight 1, no bias 0), against the formula on plain arrays.
   for (const auto& [d, heads] : {std::pair{4, 2}, std::pair{6, 3}}) {
-    ModelConfig c = test::tiny_config("post");
+    ModelConfig c = test::gradcheck_config("post");
     c.d_model = static_cast<std::size_t>(d);
     c.heads = static_cast<std::size_t>(heads);
     INFO("d = " << d << ", heads = " << heads);
@@ -155,7 +157,7 @@ EXERCISE_CASE("ex9", "HybridNorm: the block computes the formula") {
 EXERCISE_CASE("ex9", "HybridNorm: each head's queries and values are normalized, so their scale does not matter") {
   // Scaling one head's columns of Wq and bq (or of Wv and bv) scales that head's q (or v) alone; its
   // norm takes the scale out again, up to eps = 1e-5 against the variance (hence 1e-4, not 1e-12).
-  ModelConfig c = test::tiny_config("post");
+  ModelConfig c = test::gradcheck_config("post");
   c.d_model = 8;
   c.heads = 2;
   Initializer init(Init::xavier, 5);
@@ -178,14 +180,14 @@ EXERCISE_CASE("ex9", "HybridNorm: each head's queries and values are normalized,
 
 EXERCISE_CASE("ex9", "HybridNorm: passes a gradient check w.r.t. its input and every parameter") {
   Initializer init(Init::xavier, 8);
-  HybridNormBlock block(test::tiny_config("post"), init);
+  HybridNormBlock block(test::gradcheck_config("post"), init);
   test::jitter(block.named_parameters(), 0.2, 9);
   REQUIRE_PARAM_GRADCHECK(block.named_parameters(), {test::randn({2, 3, 4}, 10)},
                           [&](const std::vector<Var>& v) { return block.forward(v[0]); });
 }
 
 EXERCISE_CASE("ex9", "HybridNorm: one gradient step of a HybridNorm language model lowers its loss as predicted") {
-  HybridNormModel model(test::tiny_config("post"));
+  HybridNormModel model(test::gradcheck_config("post"));
   test::jitter(model.named_parameters(), 0.1, 11);
   const IndexArray ids = {{0, 3, 1}, {4, 2, 2}}, targets = {{3, 1, 4}, {2, 2, 0}};
   const double lr = 1e-3;
@@ -213,3 +215,5 @@ EXERCISE_CASE("ex9", "HybridNorm: one gradient step of a HybridNorm language mod
   REQUIRE(after < before);
   REQUIRE((before - after) == Approx(lr * g2).epsilon(0.05));
 }
+
+}  // namespace check_ex9_hybridnorm

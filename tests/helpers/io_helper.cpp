@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   try {
     const auto seed = static_cast<unsigned>(std::stoul(argv[2]));
     test::TinyRun run(seed);
-    nn::save_checkpoint(argv[1], "io_helper", run.model, test::tiny_config(seed), seed, &run.adam);
+    nn::save_checkpoint(argv[1], "io_helper", run.model, test::saved_config(seed), seed, &run.adam);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gradscope_io_helper: error: %s\n", e.what());
     return 1;
