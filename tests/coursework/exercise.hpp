@@ -6,6 +6,7 @@
 // [solution-ex3], so that nobody takes the solutions passing for their own work.
 #pragma once
 
+#include <exception>
 #include <string>
 
 #include "../check.hpp"
@@ -20,6 +21,20 @@
 #endif
 
 #define EXERCISE_CASE(ex, title) TEST_CASE(GS_EXERCISE_NAME ex " " title, "[coursework]" GS_EXERCISE_TAG ex "]")
+
+#ifdef GRADSCOPE_EXERCISE
+// In the student build an exercise is one executable (tests/coursework/CMakeLists.txt), so this
+// translator is registered once in each. An exception that is not a gs::Error comes from xtensor or
+// the standard library, whose messages name neither shapes nor a line ("Incompatible dimension of
+// arrays, compile in DEBUG for more info"): the message says so and how gdb finds the line.
+CATCH_TRANSLATE_EXCEPTION(const std::exception& e) {
+  if (dynamic_cast<const gs::Error*>(&e)) return e.what();
+  return std::string(e.what()) +
+         "\n(thrown by xtensor or the standard library, which name no shapes and no line: usually two arrays whose"
+         " shapes do not match, in your answer or in an op it calls. To see the line: scripts/exercise gdb " GRADSCOPE_EXERCISE
+         ", then at gdb's prompt: catch throw, continue, bt)";
+}
+#endif
 
 namespace gs::coursework {
 
