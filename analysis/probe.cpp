@@ -3,7 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/engine.hpp"
+#include "engine/tape.hpp"
+#include "engine/var.hpp"
 #include "nn/data/markov.hpp"
 
 namespace gs::analysis {

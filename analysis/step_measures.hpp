@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.hpp"
+#include "engine/tape.hpp"
+#include "engine/var.hpp"
 #include "nn/data/dataset.hpp"
 #include "nn/transformer_lm.hpp"
 

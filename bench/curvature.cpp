@@ -23,7 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.hpp"
+#include "engine/tape.hpp"
+#include "engine/var.hpp"
 #include "analysis/hvp.hpp"
 #include "analysis/eigen.hpp"
 #include "analysis/curvature.hpp"

@@ -28,7 +28,8 @@
 #include <malloc.h>
 #include <cblas.h>
 
-#include "engine/engine.hpp"
+#include "engine/tape.hpp"
+#include "engine/var.hpp"
 #include "experiments/lib/harness.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"

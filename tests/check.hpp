@@ -7,7 +7,11 @@
 
 #include <catch2/catch.hpp>
 
-#include "engine/engine.hpp"
+#include "engine/array.hpp"
+#include "engine/error.hpp"
+#include "engine/parameter.hpp"
+#include "engine/tape.hpp"
+#include "engine/var.hpp"
 #include "engine/tools/gradcheck.hpp"
 
 // Runs the gradient checker and fails with its report (worst error and where) if it does not pass.

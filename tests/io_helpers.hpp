@@ -13,7 +13,11 @@
 #include <utility>
 #include <vector>
 
-#include "engine/engine.hpp"
+#include "engine/array.hpp"
+#include "engine/error.hpp"
+#include "engine/parameter.hpp"
+#include "engine/tape.hpp"
+#include "engine/var.hpp"
 #include "nn/config.hpp"
 #include "nn/io/atomic_file.hpp"
 #include "nn/io/checksum.hpp"

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "nn/config.hpp"
 #include "nn/module.hpp"
 

@@ -8,6 +8,7 @@
 #include <xtensor-blas/xlinalg.hpp>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "nn/module.hpp"
 #include "nn/optim.hpp"
 #include "analysis/hvp.hpp"

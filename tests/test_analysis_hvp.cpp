@@ -9,6 +9,7 @@
 #include <xtensor-blas/xlinalg.hpp>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "analysis/hvp.hpp"
 
 namespace test_analysis_hvp {  // one namespace per test file: the files compile in groups

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 
 namespace test_engine_lifetime {  // one namespace per test file: the files compile in groups
 

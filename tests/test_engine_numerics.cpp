@@ -9,6 +9,7 @@
 #include <string>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 
 namespace test_engine_numerics {  // one namespace per test file: the files compile in groups
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "engine/ops/shape.hpp"
 #include "analysis/lr_sensitivity.hpp"
 #include "analysis/step_measures.hpp"
 #include "nn/transformer_lm.hpp"

@@ -5,6 +5,7 @@
 #include <xtensor/xview.hpp>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "analysis/stream_split.hpp"
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"

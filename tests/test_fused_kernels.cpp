@@ -9,6 +9,7 @@
 #include <xtensor/xmath.hpp>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "engine/kernels/vector_math.hpp"
 #include "nn/attention.hpp"
 #include "nn/dyt.hpp"

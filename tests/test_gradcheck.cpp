@@ -6,6 +6,7 @@
 #include <string>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "engine/tools/gradcheck.hpp"
 
 namespace test_gradcheck {  // one namespace per test file: the files compile in groups

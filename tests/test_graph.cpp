@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "explorer/dot.hpp"
 #include "experiments/lib/graph.hpp"
 #include "analysis/stream_split.hpp"

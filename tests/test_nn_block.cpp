@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "nn/block.hpp"
 #include "nn/layernorm.hpp"
 #include "nn/transformer_lm.hpp"

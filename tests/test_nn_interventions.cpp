@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "nn/layernorm.hpp"
 #include "nn/optim.hpp"
 #include "nn/rmsnorm.hpp"

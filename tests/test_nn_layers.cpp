@@ -4,6 +4,7 @@
 #include <xtensor/xview.hpp>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "nn/attention.hpp"
 #include "nn/embedding.hpp"
 #include "nn/init.hpp"

@@ -6,6 +6,7 @@
 #include <xtensor/xview.hpp>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "nn/layernorm.hpp"
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"

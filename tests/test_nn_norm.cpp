@@ -3,6 +3,7 @@
 #include <xtensor/xview.hpp>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "nn/dyt.hpp"
 #include "nn/layernorm.hpp"
 #include "nn/rmsnorm.hpp"

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "nn/attention.hpp"
 #include "nn/embedding.hpp"
 #include "nn/layernorm.hpp"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "nn/attention.hpp"
 #include "nn/block.hpp"
 #include "nn/layernorm.hpp"

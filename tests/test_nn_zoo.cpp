@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "nn/io/config_json.hpp"
 #include "nn/io/json.hpp"
 #include "nn/transformer_lm.hpp"

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 
 namespace test_ops_elementwise {  // one namespace per test file: the files compile in groups
 

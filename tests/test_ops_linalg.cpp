@@ -5,6 +5,7 @@
 #include <xtensor/xbroadcast.hpp>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 
 namespace test_ops_linalg {  // one namespace per test file: the files compile in groups
 

@@ -1,6 +1,7 @@
 // Selection by a boolean mask: where (cond ? a : b, all three broadcasting) and masked_fill (the
 // causal mask of attention). The gradient flows only to the side that was picked.
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "engine/broadcast.hpp"
 
 namespace test_ops_select {  // one namespace per test file: the files compile in groups

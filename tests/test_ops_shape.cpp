@@ -1,6 +1,7 @@
 // Ops that move values: reshape, slice, concat, split and gather_rows (the embedding lookup), their
 // values and their gradients (which move the gradient back the same way; gather scatter-adds).
 #include "check.hpp"
+#include "engine/engine.hpp"
 
 namespace test_ops_shape {  // one namespace per test file: the files compile in groups
 

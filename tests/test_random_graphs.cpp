@@ -26,6 +26,7 @@
 #include <string>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "engine/broadcast.hpp"
 #include "engine/tools/gradcheck.hpp"
 

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 
 namespace test_readme {  // one namespace per test file: the files compile in groups
 

@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include "check.hpp"
+#include "engine/engine.hpp"
 #include "engine/tools/inspect.hpp"
 
 namespace test_tape {  // one namespace per test file: the files compile in groups

@@ -5,7 +5,8 @@
 #include <memory>
 #include <mutex>
 
-#include "engine/engine.hpp"
+#include "engine/tape.hpp"
+#include "engine/var.hpp"
 #include "experiments/lib/grid.hpp"
 #include "experiments/lib/interrupt.hpp"
 #include "experiments/lib/training.hpp"

@@ -16,7 +16,10 @@
 #include <cmath>
 #include <cstdio>
 
-#include "engine/engine.hpp"
+#include "engine/array.hpp"
+#include "engine/error.hpp"
+#include "engine/tape.hpp"
+#include "engine/var.hpp"
 #include "experiments/lib/harness.hpp"
 #include "experiments/lib/report.hpp"
 #include "experiments/lib/training.hpp"

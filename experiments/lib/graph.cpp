@@ -7,7 +7,8 @@
 #include <filesystem>
 #include <random>
 
-#include "engine/engine.hpp"
+#include "engine/tape.hpp"
+#include "engine/var.hpp"
 #include "explorer/dot.hpp"
 #include "experiments/lib/outputs.hpp"
 #include "experiments/lib/report.hpp"

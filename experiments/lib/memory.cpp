@@ -10,7 +10,8 @@
 #include <map>
 #include <sstream>
 
-#include "engine/engine.hpp"
+#include "engine/tape.hpp"
+#include "engine/var.hpp"
 #include "engine/tools/inspect.hpp"
 #include "nn/transformer_lm.hpp"
 

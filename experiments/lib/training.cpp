@@ -5,7 +5,8 @@
 #include <cstdio>
 #include <map>
 
-#include "engine/engine.hpp"
+#include "engine/tape.hpp"
+#include "engine/var.hpp"
 #include "explorer/recorder.hpp"
 #include "experiments/lib/harness.hpp"
 #include "experiments/lib/interrupt.hpp"

@@ -5,6 +5,7 @@
 #include "../nn_gradcheck.hpp"
 #include "ex10_blocks.hpp"
 #include "exercise.hpp"
+#include "engine/engine.hpp"
 
 namespace check_ex10_blocks {  // one namespace per test file: the files compile in groups
 

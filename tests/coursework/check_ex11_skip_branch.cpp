@@ -4,6 +4,7 @@
 #include "engine/tools/inspect.hpp"
 #include "ex11_skip_branch.hpp"
 #include "exercise.hpp"
+#include "engine/engine.hpp"
 #include "nn/transformer_lm.hpp"
 
 namespace check_ex11_skip_branch {  // one namespace per test file: the files compile in groups

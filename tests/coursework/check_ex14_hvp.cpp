@@ -4,6 +4,7 @@
 #include "analysis/hvp.hpp"
 #include "ex14_hvp.hpp"
 #include "exercise.hpp"
+#include "engine/engine.hpp"
 #include "nn/transformer_lm.hpp"
 
 namespace check_ex14_hvp {  // one namespace per test file: the files compile in groups

@@ -4,6 +4,7 @@
 
 #include "ex1_reverse_sweep.hpp"
 #include "exercise.hpp"
+#include "engine/engine.hpp"
 #include "nn/transformer_lm.hpp"
 
 namespace check_ex1_reverse_sweep {  // one namespace per test file: the files compile in groups

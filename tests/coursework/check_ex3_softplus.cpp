@@ -4,6 +4,7 @@
 #include <xtensor/xmath.hpp>
 
 #include "exercise.hpp"
+#include "engine/engine.hpp"
 #include "ex3_softplus.hpp"
 
 namespace check_ex3_softplus {  // one namespace per test file: the files compile in groups

@@ -8,6 +8,7 @@
 #include <xtensor/xmath.hpp>
 
 #include "exercise.hpp"
+#include "engine/engine.hpp"
 #include "engine/tape.hpp"
 #include "ex4_gradcheck.hpp"
 

@@ -3,6 +3,7 @@
 
 #include "ex5_layernorm_backward.hpp"
 #include "exercise.hpp"
+#include "engine/engine.hpp"
 #include "nn/layernorm.hpp"
 
 namespace check_ex5_layernorm_backward {  // one namespace per test file: the files compile in groups

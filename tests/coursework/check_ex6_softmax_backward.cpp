@@ -1,6 +1,7 @@
 // The check of exercise 6, for the student: scripts/exercise 6 (docs/coursework.md#ex6)
 #include "ex6_softmax_backward.hpp"
 #include "exercise.hpp"
+#include "engine/engine.hpp"
 #include "nn/attention.hpp"
 
 namespace check_ex6_softmax_backward {  // one namespace per test file: the files compile in groups

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "exercise.hpp"
+#include "engine/engine.hpp"
 #include "../nn_gradcheck.hpp"
 #include "ex9_hybridnorm.hpp"
 #include "nn/embedding.hpp"

@@ -13,7 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.hpp"
+#include "engine/array.hpp"
+#include "engine/error.hpp"
+#include "engine/parameter.hpp"
+#include "engine/tape.hpp"
+#include "engine/var.hpp"
 #include "experiments/lib/flags.hpp"
 #include "experiments/lib/training.hpp"
 #include "nn/transformer_lm.hpp"
