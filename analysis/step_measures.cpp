@@ -321,7 +321,7 @@ double through_norm(const nn::NormSite& s) {
     sum = any ? Array(sum + c.grad) : c.grad;
     any = true;
   }
-  return any ? norm(sum) : 0.0;
+  return any ? gs::norm(sum) : 0.0;
 }
 
 // What the forward and backward pass of this step left on the tape.

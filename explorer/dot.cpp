@@ -45,7 +45,7 @@ std::string html(const std::string& s) {  // for the legend's HTML label
   return out;
 }
 
-std::string num(double x) {
+std::string three_digits(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", x);
   return buf;
@@ -141,7 +141,7 @@ Residuals read_residuals(const Tape& tape) {
   for (int s = 0; s < n; ++s) {
     if (!r.fork[static_cast<std::size_t>(s)] || tape.entry(s).contributions.empty()) continue;
     const SkipBranch parts = split_skip_branch(tape, s);
-    r.split[s] = "skip " + num(norm(parts.skip)) + " | branch " + num(norm(parts.branch));
+    r.split[s] = "skip " + three_digits(norm(parts.skip)) + " | branch " + three_digits(norm(parts.branch));
   }
   return r;
 }
@@ -177,7 +177,7 @@ std::string edge_line(const Edge& e, EdgePath p, const ColourScale& scale, const
   } else {
     const std::string c = scale.colour(e.norm);
     const std::string prefix = p == EdgePath::skip ? "skip " : p == EdgePath::branch_in ? "branch " : "";
-    attrs = "label=" + dot_string(prefix + num(e.norm)) + ", color=" + dot_string(c) + ", fontcolor=" + dot_string(c);
+    attrs = "label=" + dot_string(prefix + three_digits(e.norm)) + ", color=" + dot_string(c) + ", fontcolor=" + dot_string(c);
   }
   if (p == EdgePath::skip) attrs += ", penwidth=3.5, weight=8";
   if (p == EdgePath::branch_in || p == EdgePath::branch_out) attrs += ", penwidth=2, style=dashed";
@@ -196,7 +196,7 @@ std::string node_line(const Tape& tape, int i, const Residuals& r, const DotOpti
   std::string label = "#" + std::to_string(i) + " " + op;
   if (!e.label.empty()) label += "\n" + e.label;
   label += "\n" + shape_str(shape_of(e.value));
-  if (e.has_grad) label += "\n|g| " + num(norm(e.grad));
+  if (e.has_grad) label += "\n|g| " + three_digits(norm(e.grad));
   if (const auto it = r.split.find(i); it != r.split.end()) label += "\n" + it->second;
   std::string style = op == "param"   ? "shape=box, style=filled, fillcolor=\"#dbe9f6\""
                       : op == "leaf"  ? "shape=ellipse, style=filled, fillcolor=\"#eeeeee\""
@@ -229,7 +229,7 @@ std::string legend(const ColourScale& scale) {
     for (double t : {0.0, 0.5, 1.0}) {
       const double v = std::pow(10.0, scale.low() + t * (scale.hi - scale.low()));
       rows += "<tr><td bgcolor=" + dot_string(scale.colour(v)) + " width=\"30\"></td><td align=\"left\">|g| " +
-              (t == 0.0 && scale.lo < scale.low() ? "&lt;= " : "") + html(num(v)) + "</td></tr>";
+              (t == 0.0 && scale.lo < scale.low() ? "&lt;= " : "") + html(three_digits(v)) + "</td></tr>";
     }
   rows += "<tr><td><b>&#8212;</b></td><td align=\"left\">bold: the skip (identity) path into a residual add"
           "</td></tr>";

@@ -18,7 +18,7 @@
 namespace gs::experiments {
 
 namespace fs = std::filesystem;
-using nn::fail;
+using nn::refuse_path;
 
 namespace {
 
@@ -72,13 +72,13 @@ void lock_output(const fs::path& target, std::string_view flag, std::string_view
   fs::create_directories(file.parent_path(), ec);
   for (int attempt = 0; attempt < 100; ++attempt) {
     const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) fail(flag, target, "cannot create its lock file " + file.string() + ": " + std::strerror(errno));
+    if (fd < 0) refuse_path(flag, target, "cannot create its lock file " + file.string() + ": " + std::strerror(errno));
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       const auto [pid, who] = lock_holder(fd);
       ::close(fd);
-      if (err != EWOULDBLOCK) fail(flag, target, "cannot lock " + file.string() + ": " + std::strerror(err));
-      fail(flag, target, "another run is writing it: " + (who.empty() ? std::string("a process") : "gradscope " + who) +
+      if (err != EWOULDBLOCK) refuse_path(flag, target, "cannot lock " + file.string() + ": " + std::strerror(err));
+      refuse_path(flag, target, "another run is writing it: " + (who.empty() ? std::string("a process") : "gradscope " + who) +
                              (pid > 0 ? ", pid " + std::to_string(pid) : std::string()) + " (it holds " + file.string() +
                              "); wait for it to end, or choose another name");
     }
@@ -95,12 +95,12 @@ void lock_output(const fs::path& target, std::string_view flag, std::string_view
     const std::string mine = std::to_string(::getpid()) + " " + std::string(program) + "\n";
     if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, mine.data(), mine.size(), 0) != static_cast<ssize_t>(mine.size())) {
       ::close(fd);
-      fail(flag, target, "cannot write its lock file " + file.string() + ": " + std::strerror(errno));
+      refuse_path(flag, target, "cannot write its lock file " + file.string() + ": " + std::strerror(errno));
     }
     held_locks.fds[file.string()] = fd;
     return;
   }
-  fail(flag, target, "its lock file " + file.string() + " keeps changing; is another run starting?");
+  refuse_path(flag, target, "its lock file " + file.string() + " keeps changing; is another run starting?");
 }
 
 fs::path claim_output_dir(const fs::path& dir, std::string_view flag, const nn::OutputTag& tag) {
@@ -116,27 +116,27 @@ fs::path claim_output_dir(const fs::path& dir, std::string_view flag, const nn::
          up = up.parent_path())
       created = up;
     fs::create_directories(dir, ec);
-    if (ec) fail(flag, dir, "cannot create it: " + ec.message());
+    if (ec) refuse_path(flag, dir, "cannot create it: " + ec.message());
   } else if (!fs::is_directory(st)) {
-    fail(flag, dir, "exists and is not a directory");
+    refuse_path(flag, dir, "exists and is not a directory");
   } else if (fs::exists(fs::symlink_status(manifest, ec))) {
     nn::Manifest m;
     try {
       m = nn::read_manifest(dir);
     } catch (const Error& e) {
-      fail(flag, dir, "its manifest cannot be read (" + std::string(e.what()) + "); choose another directory");
+      refuse_path(flag, dir, "its manifest cannot be read (" + std::string(e.what()) + "); choose another directory");
     }
     if (m.tag.program != tag.program || m.tag.kind != tag.kind)
-      fail(flag, dir, "holds " + nn::describe(m.tag) + ", not " + nn::describe(tag) + "; choose another directory");
+      refuse_path(flag, dir, "holds " + nn::describe(m.tag) + ", not " + nn::describe(tag) + "; choose another directory");
   } else if (!fs::is_empty(dir, ec) || ec) {
-    fail(flag, dir, "is not empty and holds no " + std::string(nn::manifest_name) +
+    refuse_path(flag, dir, "is not empty and holds no " + std::string(nn::manifest_name) +
                         ", so gradscope did not write it; choose another directory or an empty one");
   }
   lock_output(dir, flag, tag.program);  // every check passed: a second run stops here
   try {
     nn::write_file_atomically(manifest, nn::manifest_text(tag, nullptr));  // also shows that it is writable
   } catch (const Error& e) {
-    fail(flag, dir, std::string("cannot write into it: ") + e.what());
+    refuse_path(flag, dir, std::string("cannot write into it: ") + e.what());
   }
   return created;
 }
@@ -158,14 +158,14 @@ void remove_unused_output_dir(const fs::path& dir, const fs::path& created) {
 
 void check_output_dir(const fs::path& dir, std::string_view flag, const nn::OutputTag& tag) {
   const fs::path name = dir.lexically_normal().filename();
-  if (name == "." || name == "..") fail(flag, dir, "cannot be replaced as a whole; name a directory below it");
+  if (name == "." || name == "..") refuse_path(flag, dir, "cannot be replaced as a whole; name a directory below it");
   nn::check_not_inside_whole_output(dir, flag);
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(dir, ec);
   if (fs::exists(st)) {
-    if (fs::is_symlink(st)) fail(flag, dir, "is a symbolic link; name the directory itself");
-    if (!fs::is_directory(st)) fail(flag, dir, "exists and is not a directory");
-    if (const std::string why = nn::why_not_replaceable(dir, tag); !why.empty()) fail(flag, dir, why + "; not replacing it");
+    if (fs::is_symlink(st)) refuse_path(flag, dir, "is a symbolic link; name the directory itself");
+    if (!fs::is_directory(st)) refuse_path(flag, dir, "exists and is not a directory");
+    if (const std::string why = nn::why_not_replaceable(dir, tag); !why.empty()) refuse_path(flag, dir, why + "; not replacing it");
   }
   nn::check_creatable(dir, flag);
   lock_output(dir, flag, tag.program);  // every check passed: a second run is refused from here on

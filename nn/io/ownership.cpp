@@ -21,7 +21,7 @@ bool valid_relative(const std::string& name) {
   return true;
 }
 
-void fail(std::string_view flag, const fs::path& path, const std::string& what) {
+void refuse_path(std::string_view flag, const fs::path& path, const std::string& what) {
   throw Error(std::string(flag) + " " + path.string() + ": " + what);
 }
 
@@ -103,7 +103,7 @@ void check_not_inside_whole_output(const fs::path& target, std::string_view flag
     } catch (const Error&) {  // not ours to judge here: it is refused where it is read
     }
     if (m.lists_files)
-      fail(flag, target, a.string() + " is " + describe(m.tag) + ", which holds exactly the files its manifest "
+      refuse_path(flag, target, a.string() + " is " + describe(m.tag) + ", which holds exactly the files its manifest "
                          "lists (a file added would make it unreadable); write elsewhere");
     if (a == a.root_path()) break;
   }
@@ -119,10 +119,10 @@ void check_creatable(const fs::path& path, std::string_view flag) {
     ancestor = ancestor.parent_path();
   }
   if (ancestor.empty()) ancestor = ".";
-  if (!fs::is_directory(ancestor, ec)) fail(flag, path, ancestor.string() + " is not a directory");
+  if (!fs::is_directory(ancestor, ec)) refuse_path(flag, path, ancestor.string() + " is not a directory");
   const fs::path probe = temporary_name(child);  // what a write would create first
   if (::mkdir(probe.c_str(), 0700) != 0 && errno != EEXIST)
-    fail(flag, path, "cannot create anything in " + ancestor.string() + ": " + std::strerror(errno));
+    refuse_path(flag, path, "cannot create anything in " + ancestor.string() + ": " + std::strerror(errno));
   ::rmdir(probe.c_str());
 }
 
@@ -131,16 +131,16 @@ void check_output_file(const fs::path& file, std::string_view flag, std::string_
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(file, ec);
   if (fs::exists(st)) {
-    if (fs::is_symlink(st)) fail(flag, file, "is a symbolic link; name the file itself");
-    if (fs::is_directory(st)) fail(flag, file, "is a directory");
-    if (!fs::is_regular_file(st)) fail(flag, file, "is not a regular file (a FIFO, a device or a socket)");
+    if (fs::is_symlink(st)) refuse_path(flag, file, "is a symbolic link; name the file itself");
+    if (fs::is_directory(st)) refuse_path(flag, file, "is a directory");
+    if (!fs::is_regular_file(st)) refuse_path(flag, file, "is not a regular file (a FIFO, a device or a socket)");
     std::string head;
     try {
       head = read_file_head(file, 4096);  // where the marker must be
     } catch (const Error&) {  // unreadable: not provably ours
     }
     if (!overwrite && head.find(output_signature(program)) == std::string::npos)
-      fail(flag, file, "exists and was not written by gradscope " + std::string(program) + " (its first 4 KiB lack \"" +
+      refuse_path(flag, file, "exists and was not written by gradscope " + std::string(program) + " (its first 4 KiB lack \"" +
                            output_signature(program) + "\"); not overwriting it: remove it, choose another name, "
                            "or give --overwrite");
   }

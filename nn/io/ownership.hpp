@@ -57,6 +57,7 @@ std::string first_unlisted_file(const std::filesystem::path& dir, const Manifest
 void check_not_inside_whole_output(const std::filesystem::path& target, std::string_view flag);
 // Refuses a path that could not be created (tried by creating and removing "<path>.tmp-<pid>").
 void check_creatable(const std::filesystem::path& path, std::string_view flag);
-[[noreturn]] void fail(std::string_view flag, const std::filesystem::path& path, const std::string& what);
+// Throws gs::Error "FLAG PATH: WHAT", the form of every refusal of an output path.
+[[noreturn]] void refuse_path(std::string_view flag, const std::filesystem::path& path, const std::string& what);
 
 }  // namespace gs::nn
