@@ -14,26 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "engine/array.hpp"
+#include "analysis/step_measures.hpp"
 #include "nn/data/corpus.hpp"
 #include "nn/optim.hpp"
 #include "nn/train.hpp"
 #include "nn/transformer_lm.hpp"
 
 using namespace gs;
-
-// |dL/dW| of each block: the norm of all its parameters' gradients together. A parameter's name is its
-// path in the model: "blocks.3.ffn.fc1.weight" is block 3's.
-std::vector<double> block_gradient_norms(const nn::TransformerLM& model, std::size_t layers) {
-  std::vector<double> squares(layers, 0.0);
-  for (const nn::NamedParameter& p : model.named_parameters()) {
-    if (p.name.rfind("blocks.", 0) != 0) continue;
-    const double g = norm(p.parameter.grad());
-    squares[std::stoul(p.name.substr(7))] += g * g;
-  }
-  for (double& s : squares) s = std::sqrt(s);
-  return squares;
-}
 
 int main() {
   nn::ModelConfig config;
@@ -61,7 +48,9 @@ int main() {
       }
       if (step % 50 != 0 && step + 1 != steps) continue;
       std::printf("  %4zu  %6.3f ", step, r.loss);
-      for (double g : block_gradient_norms(model, config.layers)) std::printf("  %.2e", g);
+      // |dL/dW| of the embedding, of each block (all its parameters together), of the head: print the blocks'
+      const std::vector<double> g = analysis::layer_grad_norms(model);
+      for (std::size_t block = 1; block <= config.layers; ++block) std::printf("  %.2e", g[block]);
       std::printf("\n");
     }
     const double held_out = nn::evaluate(model, corpus.data, batch, seq, 20, seed);
