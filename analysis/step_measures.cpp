@@ -10,11 +10,11 @@
 
 namespace gs::analysis {
 
-std::vector<nn::NormSite> stream_norm_sites(const nn::TransformerLM& model) {
-  std::vector<nn::NormSite> sites;
-  for (const nn::NormSite& s : model.norm_sites())
-    if (s.on_stream) sites.push_back(s);
-  return sites;
+std::vector<nn::NormTrace> stream_norm_traces(const nn::TransformerLM& model) {
+  std::vector<nn::NormTrace> traces;
+  for (const nn::NormTrace& s : model.norm_traces())
+    if (s.on_stream) traces.push_back(s);
+  return traces;
 }
 
 // Parameter groups: 0 the input embedding, 1..L the blocks, L+1 the output (ln_f, head).
@@ -313,7 +313,7 @@ ProbePass probe_pass(nn::TransformerLM& model, const nn::Batch& probe) {
 // stream x also gets gradient through the skip path, which is not the norm's doing. The norm's
 // entries carry its name as their scope (a fused norm is one entry, a composite one several), so
 // that part is the sum of what the entries of that scope sent into x. Needs keep_contributions.
-double through_norm(const nn::NormSite& s) {
+double through_norm(const nn::NormTrace& s) {
   Array sum;
   bool any = false;
   for (const ContributionInfo& c : contributions(s.in)) {
@@ -327,7 +327,7 @@ double through_norm(const nn::NormSite& s) {
 // What the forward and backward pass of this step left on the tape.
 void read_tape(const nn::TransformerLM& model, StepRecord& r) {
   r.layer_grad = layer_grad_norms(model);
-  for (const nn::NormSite& s : stream_norm_sites(model)) {
+  for (const nn::NormTrace& s : stream_norm_traces(model)) {
     r.ln_rms.push_back(rms(s.in.value()));
     r.ln_gain.push_back(through_norm(s) / norm(s.out.grad()));
   }

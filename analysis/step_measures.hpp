@@ -1,6 +1,6 @@
 // What dynamics measures at each training step (experiments/dynamics.cpp explains the four links of
 // Wang et al.'s chain that these numbers test): the gradient norm of each layer, the RMS of every
-// residual-stream norm's input (its norm sites, nn/block.hpp), and the gain of the gradient through each.
+// residual-stream norm's input (its norm traces, nn/block.hpp), and the gain of the gradient through each.
 #pragma once
 
 #include <cmath>
@@ -15,12 +15,12 @@
 
 namespace gs::analysis {
 
-// The norm sites whose input is the residual stream, after a forward pass, as the blocks recorded them
-// (NormSite::on_stream): a norm in front of a sublayer (pre, peri) reads the stream itself, one after
+// The norm traces whose input is the residual stream, after a forward pass, as the blocks recorded them
+// (NormTrace::on_stream): a norm in front of a sublayer (pre, peri) reads the stream itself, one after
 // the residual add (post, deepnorm) reads the sum entering it; then ln_f on the last block's output.
 // Norm none has none; out only ln_f (its block norms read the sublayers' outputs), peri not its
 // ln_attn_out and ln_mlp_out.
-std::vector<nn::NormSite> stream_norm_sites(const nn::TransformerLM& model);
+std::vector<nn::NormTrace> stream_norm_traces(const nn::TransformerLM& model);
 
 // Parameter groups: 0 the input embedding, 1..L the blocks, L+1 the output (ln_f, head).
 std::size_t layer_group(const std::string& name, std::size_t layers);
@@ -116,8 +116,8 @@ ProbePass probe_pass(nn::TransformerLM& model, const nn::Batch& probe);
 struct StepRecord {
   double loss = NAN, lr = NAN, grad_norm = NAN, output_move = NAN;
   std::vector<double> layer_grad;    // [emb, block 0..L-1, out]
-  std::vector<double> ln_rms;        // per stream norm site: sqrt(mean x^2) of its input
-  std::vector<double> ln_gain;       // per stream norm site: |dL/d in through the norm| / |dL/d out|
+  std::vector<double> ln_rms;        // per stream norm trace: sqrt(mean x^2) of its input
+  std::vector<double> ln_gain;       // per stream norm trace: |dL/d in through the norm| / |dL/d out|
   std::vector<double> update_ratio;  // per update group: |delta W| / |W| of this step's update
   std::vector<double> att_entropy;   // per block and head, of this step's forward pass
   std::vector<double> att_logit_max; // per block and head, of this step's forward pass
@@ -130,7 +130,7 @@ struct StepRecord {
 };
 
 // |dL/dx| of the part of x's gradient that came back through the norm alone (needs keep_contributions).
-double through_norm(const nn::NormSite& s);
+double through_norm(const nn::NormTrace& s);
 
 // What the forward and backward pass of this step left on the tape: layer_grad, ln_rms, ln_gain,
 // att_entropy, att_logit_max, log_z_mean, log_z_max, logit_rms.

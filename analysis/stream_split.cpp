@@ -5,19 +5,8 @@
 
 #include "engine/tape.hpp"
 #include "engine/var.hpp"
-#include "engine/tools/inspect.hpp"
 
 namespace gs::analysis {
-
-PathSplit split_gradient(const Var& position) {
-  const Entry& e = position.entry();
-  const std::string where = "split_gradient: tape index " + std::to_string(position.index()) +
-                            (e.label.empty() ? std::string() : " (" + e.label + ")");
-  if (!e.has_grad) throw Error(where + " has no gradient: run backward first, from a root that depends on it");
-  // What each op sent into this gradient, summed by the role of its edge; throws if keep_contributions was off.
-  const SkipBranch parts = split_skip_branch(position);
-  return {parts.skip, parts.branch, e.grad, parts.skip_parts, parts.branch_parts};
-}
 
 std::vector<StreamPosition> stream_positions(const nn::TransformerLM& model) {
   std::vector<StreamPosition> out;

@@ -12,7 +12,8 @@
 //   branch    every other op that reads it: the sublayer's first ops (q, k, v projections or fc1) for
 //             post, deepnorm and rezero, the LayerNorm ln1 / ln2 for pre and peri.
 // With Tape::keep_contributions on, contributions(v) (engine/tools/inspect.hpp) lists the gradients that v's
-// consumers sent it, each with the sender's tape index, so the split is exact: skip + branch = gradient.
+// consumers sent it, each with the sender's tape index, so the split is exact: skip + branch = gradient
+// (nn::split_skip_branch of nn/residual_edges.hpp takes it at one position).
 #pragma once
 
 #include <string>
@@ -23,20 +24,6 @@
 #include "nn/transformer_lm.hpp"
 
 namespace gs::analysis {
-
-// The gradient that reached one tape entry, split by the op that sent each part.
-struct PathSplit {
-  Array skip;    // the sum of the contributions sent along skip edges, the identity path (zeros if none arrived)
-  Array branch;  // the sum of every other contribution (zeros if none)
-  Array total;   // the entry's gradient as the tape accumulated it
-  std::size_t skip_parts = 0, branch_parts = 0;  // how many contributions each sum has
-};
-
-// Splits the gradient of `position` after a backward pass on a tape with keep_contributions on:
-// contributions sent along an edge marked skip go to skip, all others to branch. Throws gs::Error
-// if the position has no gradient, if the tape kept no contributions for it (keep_contributions was
-// off), or if no skip edge leaves it (the top of the stream).
-PathSplit split_gradient(const Var& position);
 
 // One position of the residual stream in the model's last forward.
 struct StreamPosition {

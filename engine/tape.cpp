@@ -109,9 +109,9 @@ std::size_t Tape::checked_index(int index, const char* what, const Site& site) c
   return static_cast<std::size_t>(index);
 }
 
-EdgeRole Tape::role(int index, std::size_t input) const {
+EdgeTag Tape::tag(int index, std::size_t input) const {
   const Entry& e = entry(index);
-  return input < e.roles.size() ? e.roles[input] : EdgeRole::none;
+  return input < e.tags.size() ? e.tags[input] : EdgeTag{};
 }
 
 Var Tape::append_leaf(const char* op, Array value, bool requires_grad, const Site& site) {

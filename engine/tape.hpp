@@ -75,7 +75,7 @@ struct Entry {
   Site site;                       // where the user's code created this entry
   Array value = empty_array();     // (empty_array(): Array{} would allocate a 0-d array per entry)
   std::vector<int> inputs;         // tape indices, each smaller than this entry's own
-  std::vector<EdgeRole> roles;     // per input, what a module marked it (Var::mark_input); empty: none
+  std::vector<EdgeTag> tags;       // per input, what a module marked it (Var::mark_input); empty: none
   BackwardFn backward;             // empty for leaves and for entries that need no gradient
   bool requires_grad = false;
 
@@ -129,8 +129,8 @@ class Tape {
     return entries_[checked_index(index, "Tape::entry", site)];
   }
   Entry& entry(int index, Site site = Site::current()) { return entries_[checked_index(index, "Tape::entry", site)]; }
-  // The role of the edge from entry `index`'s input number `input`: EdgeRole::none unless marked.
-  EdgeRole role(int index, std::size_t input) const;
+  // The tag of the edge from entry `index`'s input number `input`: EdgeTag{} unless marked.
+  EdgeTag tag(int index, std::size_t input) const;
   std::uint64_t generation() const { return generation_; }
   const TapeSlot* slot() const { return slot_; }  // what a Var points at (see TapeSlot)
   // Throws "<what> at <site>: ... another thread" unless called on the thread that made this tape.

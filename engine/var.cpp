@@ -53,23 +53,14 @@ void Var::register_hook(GradHook hook, Site site) const {
   e.hooks.push_back(std::move(hook));
 }
 
-const char* to_string(EdgeRole role) {
-  switch (role) {
-    case EdgeRole::none: return "none";
-    case EdgeRole::skip: return "skip";
-    case EdgeRole::branch_out: return "branch-out";
-  }
-  return "?";
-}
-
-Var Var::mark_input(std::size_t input, EdgeRole role, Site site) const {
+Var Var::mark_input(std::size_t input, EdgeTag tag, Site site) const {
   Entry& e = tape(site).checked_entry(index_, generation_, "mark_input", site);
   if (input >= e.inputs.size())
     fail("mark_input", site, "tape index " + std::to_string(index_) + " (op " + e.op + ") has " +
                                  std::to_string(e.inputs.size()) + " inputs, so there is no input " +
                                  std::to_string(input));
-  if (e.roles.empty()) e.roles.assign(e.inputs.size(), EdgeRole::none);
-  e.roles[input] = role;
+  if (e.tags.empty()) e.tags.assign(e.inputs.size(), EdgeTag{});
+  e.tags[input] = tag;
   return *this;
 }
 

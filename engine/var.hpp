@@ -18,15 +18,15 @@ class Parameter;
 struct Entry;
 struct TapeSlot;
 
-// The part an input plays in the op that reads it, where a module says so. A residual connection
-// y = s + f(s) has two paths from s to y: the skip (identity) path, which hands the gradient back
-// unchanged, and the branch f. The module that builds it marks the edges: s into the add (or into the
-// first op of a scaled skip, alpha * s) and that op into the add as skip, f(s) into the add as branch_out
-// (the branch's output end; tools/inspect's EdgePath::branch_in is its input end, s into the branch).
-// The backward pass ignores roles; tools/inspect reads them to split a gradient into its skip and
-// branch parts and to draw the two paths apart.
-enum class EdgeRole : unsigned char { none, skip, branch_out };
-const char* to_string(EdgeRole role);  // "none", "skip", "branch-out"
+// A mark on an edge of the tape (the edge from an entry's input k into the entry), put there by the
+// code that builds a model (Var::mark_input) and handed back by Tape::tag. The engine stores tags and
+// never reads them: the backward pass ignores them, and what a tag means is its maker's (nn names the
+// two of a residual connection, skip and branch output: nn/residual_edges.hpp). EdgeTag{} (id 0) is
+// an unmarked edge.
+struct EdgeTag {
+  unsigned char id = 0;
+  friend bool operator==(EdgeTag, EdgeTag) = default;
+};
 
 // A hook sees a variable's gradient once it is complete (every op that uses the variable has sent
 // its part) and before it flows further back; it may change the gradient in place.
@@ -54,9 +54,9 @@ class Var {
   // Gives the entry a label that the tape listing shows; returns the same handle.
   Var named(std::string label, Site site = Site::current()) const;
   void register_hook(GradHook hook, Site site = Site::current()) const;
-  // Marks the edge from this entry's input number `input` (in call order) with `role`; returns the
-  // same handle, so  Var sum = (skip + f).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch_out);
-  Var mark_input(std::size_t input, EdgeRole role, Site site = Site::current()) const;
+  // Marks the edge from this entry's input number `input` (in call order) with `tag`; returns the
+  // same handle, so  Var y = (a + b).mark_input(0, tag_a).mark_input(1, tag_b);
+  Var mark_input(std::size_t input, EdgeTag tag, Site site = Site::current()) const;
 
   // Reverse sweep from this variable: a scalar, or any shape with a seed gradient of that shape.
   void backward(Site site = Site::current()) const;

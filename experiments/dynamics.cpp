@@ -404,7 +404,7 @@ std::vector<std::string> ln_names_of(const ModelOptions& mo, const std::string& 
   Tape::current().reset();
   model.logits(ids);
   std::vector<std::string> names;
-  for (const nn::NormSite& s : stream_norm_sites(model)) names.push_back(s.name);
+  for (const nn::NormTrace& s : stream_norm_traces(model)) names.push_back(s.name);
   Tape::current().reset();
   return names;
 }

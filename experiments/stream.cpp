@@ -84,11 +84,11 @@ StreamRun measure(nn::TransformerLM& model, const nn::Batch& batch) {
     const Var& branch_value = attention ? t.attn_branch : t.mlp_branch;
     const Var& skip_value = attention ? t.attn_skip : t.mlp_skip;
     m.move.push_back(mean_rms(branch_value.value()) / mean_rms(skip_value.value()));
-    const PathSplit s = split_gradient(p.value);
+    const nn::SkipBranch s = nn::split_skip_branch(p.value);
     m.skip.push_back(norm(s.skip));
     m.branch.push_back(norm(s.branch));
     m.ratio.push_back(norm(s.branch) / norm(s.skip));
-    check = std::max(check, max_abs_diff(s.skip + s.branch, s.total));
+    check = std::max(check, max_abs_diff(s.skip + s.branch, p.value.grad()));
     const Array& next = positions[k + 1].value.grad();
     m.skip_vs_next.push_back(gs::norm(Array(s.skip - next)) / gs::norm(next));
   }

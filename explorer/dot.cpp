@@ -7,9 +7,11 @@
 #include <map>
 
 #include "engine/tape.hpp"
-#include "engine/tools/inspect.hpp"
+#include "nn/residual_edges.hpp"
 
 namespace gs::explorer {
+
+using nn::EdgePath;  // where an edge lies in a residual connection (nn/residual_edges.hpp)
 
 namespace {
 
@@ -111,7 +113,7 @@ bool visible(const Tape& tape, int i, const DotOptions& options) {
 
 // ---- the residual connections ----
 
-// Residual connections y = s + f(s), as the modules marked them (Var::mark_input). Skip edges run
+// Residual connections y = s + f(s), as the blocks tagged them (nn/residual_edges.hpp). Skip edges run
 // from the stream position s along the skip path into the add; the branch_in edges from s into the
 // branch's first ops (ln1; or q, k, v); the branch_out edge brings f(s) into the add. At s the gradient
 // splits: the skip path sends back one part, the branch the rest.
@@ -126,7 +128,7 @@ Residuals read_residuals(const Tape& tape) {
   Residuals r;
   r.on_stream.assign(static_cast<std::size_t>(n), false);
   r.fork = r.on_stream;
-  const std::vector<std::vector<EdgePath>> paths = edge_paths(tape);
+  const std::vector<std::vector<EdgePath>> paths = nn::edge_paths(tape);
   for (int j = 0; j < n; ++j) {
     const Entry& e = tape.entry(j);
     for (std::size_t k = 0; k < e.inputs.size(); ++k) {
@@ -140,7 +142,7 @@ Residuals read_residuals(const Tape& tape) {
   }
   for (int s = 0; s < n; ++s) {
     if (!r.fork[static_cast<std::size_t>(s)] || tape.entry(s).contributions.empty()) continue;
-    const SkipBranch parts = split_skip_branch(tape, s);
+    const nn::SkipBranch parts = nn::split_skip_branch(tape, s);
     r.split[s] = "skip " + three_digits(norm(parts.skip)) + " | branch " + three_digits(norm(parts.branch));
   }
   return r;

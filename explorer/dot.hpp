@@ -18,7 +18,7 @@ struct DotOptions {
   // Names every node, edge and cluster for a program that reads the SVG (the explorer page); off, the
   // DOT text is unchanged. Graphviz copies id and class onto the SVG's <g> elements:
   //   node  id="n<i>" (tape index i);  edge  id="e<j>_<k>" (input number k of entry j), class "skip",
-  //   "branch-in", "branch-out" or "plain" (gs::to_string(EdgePath));  cluster  id="cluster:<scope>" (the full dotted scope).
+  //   "branch-in", "branch-out" or "plain" (nn::to_string(EdgePath));  cluster  id="cluster:<scope>" (the full dotted scope).
   bool svg_ids = false;
 };
 
@@ -30,7 +30,7 @@ struct DotOptions {
 //    gradient was kept (keep_contributions off, or the input needs none);
 //  - entries grouped by Entry::scope: one cluster per module ("blocks.3"), nested clusters for its
 //    children ("blocks.3.attn");
-//  - residual connections y = s + f(s), as marked with Var::mark_input: skip edges are bold and
+//  - residual connections y = s + f(s), as the blocks tagged them (nn/residual_edges.hpp): skip edges are bold and
 //    labelled "skip |g|"; at a stream position s (read through a skip edge and by other ops) the edges
 //    into the branch's first ops are dashed and labelled "branch |g|", the branch's edge into the add
 //    dashed, and s's node shows "skip a | branch b", the norms of the two parts of its gradient

@@ -59,10 +59,10 @@ std::vector<double> numbers_from(const json& j) {
   return v;
 }
 
-EdgeRole role_from(const std::string& s) {
-  if (s == "skip") return EdgeRole::skip;
-  if (s == "branch-out") return EdgeRole::branch_out;
-  if (s == "none") return EdgeRole::none;
+// The edge tag named `s` (nn::edge_tag_name), which the page stores as an edge's "role".
+EdgeTag tag_from(const std::string& s) {
+  for (EdgeTag t : {EdgeTag{}, nn::skip_edge, nn::branch_out_edge})
+    if (s == nn::edge_tag_name(t)) return t;
   throw std::invalid_argument("edge role '" + s + "'");
 }
 EdgePath path_from(const std::string& s) {
@@ -78,7 +78,7 @@ json graph_json(const GraphData& g, std::vector<std::string>& svgs) {
                      {"shape", v.shape}, {"requires_grad", v.requires_grad}, {"inputs", v.inputs},
                      {"consumers", v.consumers}, {"fork", v.fork}});
   for (const EdgeView& e : g.view.edges)
-    edges.push_back({{"id", e.id()}, {"from", e.from}, {"to", e.to}, {"k", e.input}, {"role", to_string(e.role)},
+    edges.push_back({{"id", e.id()}, {"from", e.from}, {"to", e.to}, {"k", e.input}, {"role", nn::edge_tag_name(e.tag)},
                      {"path", to_string(e.path)}});
   for (const ForkView& f : g.view.forks)
     forks.push_back({{"at", f.at}, {"add", f.add}, {"scope", f.scope}, {"branch", f.branch}});
@@ -112,7 +112,7 @@ GraphData graph_from(const json& j, const std::vector<std::string>& svgs) {
                             n.at("shape").get<Shape>(), n.at("requires_grad"), n.at("inputs").get<std::vector<int>>(),
                             n.at("consumers").get<std::vector<int>>(), n.at("fork")});
   for (const json& e : j.at("edges"))
-    g.view.edges.push_back({e.at("from"), e.at("to"), e.at("k"), role_from(e.at("role")), path_from(e.at("path"))});
+    g.view.edges.push_back({e.at("from"), e.at("to"), e.at("k"), tag_from(e.at("role")), path_from(e.at("path"))});
   for (const json& f : j.at("forks")) g.view.forks.push_back({f.at("at"), f.at("add"), f.at("scope"), f.at("branch")});
   for (const json& c : j.at("clusters"))
     g.view.clusters.push_back({c.at("scope"), c.at("parent"), c.at("forks").get<std::vector<int>>()});

@@ -16,7 +16,7 @@
 #include "analysis/step_measures.hpp"
 #include "explorer/dot.hpp"
 #include "engine/tape.hpp"
-#include "engine/tools/inspect.hpp"
+#include "nn/residual_edges.hpp"
 
 namespace gs::explorer {
 
@@ -191,7 +191,7 @@ void RunRecorder::record_pass(std::size_t step, const Tape& tape, double loss) {
                 "tape.keep_contributions = true before backward() (the norm gains and the forks' split read them)");
   run_.add_point("loss", "loss", step, loss);
   record_grad_norms(step);
-  record_norm_sites(step);
+  record_norm_traces(step);
   if (!view_) view_ = read_graph(tape);  // the structure, once (read_snapshot checks it every time)
   record_graph(step, tape, loss);
   record_forks(step, tape);
@@ -213,10 +213,10 @@ void RunRecorder::record_grad_norms(std::size_t step) {
   for (const auto& [group, s] : sq) run_.add_point("grad_norm", group, step, std::sqrt(s));
 }
 
-// Every norm site of the model's last forward, as its blocks recorded them (any norm kind): the RMS of
+// Every norm trace of the model's last forward, as its blocks recorded them (any norm kind): the RMS of
 // its input x, and the gain |dL/dx through the norm| / |dL/dy| (the norm's own part of dL/dx).
-void RunRecorder::record_norm_sites(std::size_t step) {
-  for (const nn::NormSite& s : model_.norm_sites()) {
+void RunRecorder::record_norm_traces(std::size_t step) {
+  for (const nn::NormTrace& s : model_.norm_traces()) {
     run_.add_point("ln_input_rms", s.name, step, rms(s.in.value()));
     if (!s.in.entry().has_grad || !s.out.entry().has_grad) continue;
     run_.add_point("ln_gain", s.name, step, analysis::through_norm(s) / norm(s.out.grad()));
@@ -250,7 +250,7 @@ void RunRecorder::record_forks(std::size_t step, const Tape& tape) {
     const Entry& s = tape.entry(f.at);
     if (!s.has_grad || s.contributions.empty()) continue;
     // split_skip_branch takes a Var; it only reads the tape.
-    const SkipBranch parts = split_skip_branch(Var(tape, f.at, tape.generation()));
+    const nn::SkipBranch parts = nn::split_skip_branch(Var(tape, f.at, tape.generation()));
     const std::string name = (s.label.empty() ? "#" + std::to_string(f.at) : s.label) + " -> " + f.branch;
     run_.add_point("fork_skip", name, step, norm(parts.skip));
     run_.add_point("fork_branch", name, step, norm(parts.branch));

@@ -5,9 +5,9 @@
 // numbers (tape_view.hpp); at every step it adds the points of the standard charts:
 //   loss          the training batch's loss
 //   grad_norm     |dL/dW| per module group (blocks.0, blocks.1, ..., tok_emb, pos_emb, ln_f, head)
-//   ln_input_rms  sqrt(mean x^2) of the input x of every norm site of the model (nn/block.hpp NormSite:
+//   ln_input_rms  sqrt(mean x^2) of the input x of every norm trace of the model (nn/block.hpp NormTrace:
 //                 each block's norms and ln_f, of any kind: LayerNorm, RMSNorm, DyT), named by its scope
-//   ln_gain       |dL/dx through the norm| / |dL/dy| of the same norm sites (analysis::through_norm)
+//   ln_gain       |dL/dx through the norm| / |dL/dy| of the same norm traces (analysis::through_norm)
 //   fork_skip, fork_branch   |skip part| and |branch part| of the gradient at every residual fork
 //   update_ratio  |delta W| / |W| per module group, of the update that followed the pass
 // Any other named series goes in through run().add_point. The tape needs keep_contributions on
@@ -66,7 +66,7 @@ class RunRecorder {
  private:
   // The steps of record_pass, in its order.
   void record_grad_norms(std::size_t step);  // grad_norm, and the values update_ratio compares with
-  void record_norm_sites(std::size_t step);  // ln_input_rms, ln_gain
+  void record_norm_traces(std::size_t step);  // ln_input_rms, ln_gain
   void record_graph(std::size_t step, const Tape& tape, double loss);  // the SVG once, a snapshot
   void record_forks(std::size_t step, const Tape& tape);  // fork_skip, fork_branch
 

@@ -7,6 +7,7 @@
 
 #include "engine/tape.hpp"
 #include "engine/tools/inspect.hpp"
+#include "nn/residual_edges.hpp"
 
 namespace gs::explorer {
 
@@ -79,26 +80,26 @@ std::string site_of(const Site& site) {
 // Where the skip path into a residual add starts: its skip input s, or, where s is a link inside the
 // skip path that only the path reads (DeepNorm's alpha * s; B2T's h + x, whose first input h is where
 // the MLP branch forks), the stream position before it along the first skip input. -1 if the path has
-// no position that other ops read too (no fork, is_stream_fork of engine/tools/inspect.hpp).
+// no position that other ops read too (no fork, is_stream_fork of nn/residual_edges.hpp).
 int skip_start(const Tape& tape, int add) {
   int at = add;
   for (;;) {
     const Entry& e = tape.entry(at);
     int s = -1;
     for (std::size_t k = 0; k < e.inputs.size() && s < 0; ++k)
-      if (tape.role(at, k) == EdgeRole::skip) s = e.inputs[k];
+      if (tape.tag(at, k) == nn::skip_edge) s = e.inputs[k];
     if (s < 0) return -1;
-    if (is_stream_fork(tape, s)) return s;
+    if (nn::is_stream_fork(tape, s)) return s;
     at = s;  // read through skip edges alone: follow the path one link further back
   }
 }
 
-// One node per entry, with its consumers, and one edge per input with its role and path; the signature
+// One node per entry, with its consumers, and one edge per input with its tag and path; the signature
 // is the structure as text (read_snapshot compares it).
 void read_nodes(const Tape& tape, GraphView& g) {
   const int n = static_cast<int>(tape.size());
   g.nodes.resize(static_cast<std::size_t>(n));
-  const std::vector<std::vector<EdgePath>> paths = edge_paths(tape);  // engine/tools/inspect.hpp
+  const std::vector<std::vector<EdgePath>> paths = nn::edge_paths(tape);  // nn/residual_edges.hpp
   for (int i = 0; i < n; ++i) {
     const Entry& e = tape.entry(i);
     NodeView& v = g.nodes[static_cast<std::size_t>(i)];
@@ -113,7 +114,7 @@ void read_nodes(const Tape& tape, GraphView& g) {
     for (std::size_t k = 0; k < e.inputs.size(); ++k) {
       auto& c = g.nodes[static_cast<std::size_t>(e.inputs[k])].consumers;
       if (c.empty() || c.back() != i) c.push_back(i);
-      g.edges.push_back({e.inputs[k], i, k, tape.role(i, k), paths[static_cast<std::size_t>(i)][k]});
+      g.edges.push_back({e.inputs[k], i, k, tape.tag(i, k), paths[static_cast<std::size_t>(i)][k]});
     }
     g.signature += std::to_string(i) + " " + v.op + " " + v.label + " " + v.scope + " " + shape_str(v.shape);
     for (int in : e.inputs) (g.signature += ' ') += std::to_string(in);
@@ -121,7 +122,7 @@ void read_nodes(const Tape& tape, GraphView& g) {
   }
 }
 
-// Forks: at every residual add (an input marked skip and one marked branch_out), the stream position
+// Forks: at every residual add (an input tagged skip_edge and one tagged branch_out_edge), the stream position
 // s where its skip path starts, read through a skip edge and by other ops (alpha * s, a link inside the
 // skip path, is read by the add alone and is no fork). Each fork once, in tape order of its add.
 void read_forks(const Tape& tape, GraphView& g) {
@@ -130,15 +131,15 @@ void read_forks(const Tape& tape, GraphView& g) {
     const Entry& e = tape.entry(j);
     bool skip_in = false, branch_out_in = false;
     for (std::size_t k = 0; k < e.inputs.size(); ++k) {
-      skip_in = skip_in || tape.role(j, k) == EdgeRole::skip;
-      branch_out_in = branch_out_in || tape.role(j, k) == EdgeRole::branch_out;
+      skip_in = skip_in || tape.tag(j, k) == nn::skip_edge;
+      branch_out_in = branch_out_in || tape.tag(j, k) == nn::branch_out_edge;
     }
     if (!skip_in || !branch_out_in) continue;  // not a residual add
     const int s = skip_start(tape, j);
     if (s < 0 || fork_of.count(s)) continue;
     ForkView f{s, j, e.scope, ""};
     for (std::size_t k = 0; k < e.inputs.size(); ++k)
-      if (tape.role(j, k) == EdgeRole::branch_out) f.branch = tape.entry(e.inputs[k]).scope;
+      if (tape.tag(j, k) == nn::branch_out_edge) f.branch = tape.entry(e.inputs[k]).scope;
     fork_of[s] = static_cast<int>(g.forks.size());
     g.nodes[static_cast<std::size_t>(s)].fork = static_cast<int>(g.forks.size());
     g.forks.push_back(f);
@@ -233,7 +234,7 @@ Snapshot read_snapshot(const Tape& tape, const GraphView& graph, std::size_t ste
   for (const ForkView& f : graph.forks) {
     ForkStep fs;
     if (tape.entry(f.at).has_grad) {
-      const SkipBranch parts = split_skip_branch(Var(tape, f.at, tape.generation()));
+      const nn::SkipBranch parts = nn::split_skip_branch(Var(tape, f.at, tape.generation()));
       fs = {norm(parts.skip), norm(parts.branch), parts.skip_parts, parts.branch_parts};
     } else {
       fs.skip = fs.branch = nan;

@@ -2,12 +2,12 @@
 // edge by edge, in plain structs that the page's JSON is written from (page_json.cpp).
 //
 // Two parts, because a training run repeats the same graph every step:
-//   GraphView  the structure (ops, labels, scopes, call sites, shapes, inputs, consumers, edge roles,
+//   GraphView  the structure (ops, labels, scopes, call sites, shapes, inputs, consumers, edge tags,
 //              the residual forks), read once;
 //   Snapshot   the numbers of one step (statistics of every value and gradient, the gradient norm
 //              along every edge, each fork's skip and branch parts), read at every chosen step.
 // Everything is read through the public Tape / Entry API after backward() with
-// Tape::keep_contributions on (engine/tape.hpp, engine/tools/inspect.hpp).
+// Tape::keep_contributions on (engine/tape.hpp, nn/residual_edges.hpp).
 #pragma once
 
 #include <cstddef>
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "engine/array.hpp"
-#include "engine/tools/inspect.hpp"
 #include "engine/var.hpp"
+#include "nn/residual_edges.hpp"
 
 namespace gs {
 class Tape;
@@ -41,9 +41,9 @@ struct Stats {
 Stats stats_of(const Array& x, std::size_t bins = 16);
 
 // How an edge (input -> op) takes part in a residual connection y = s + f(s), as the page draws it:
-// gs::EdgePath of engine/tools/inspect.hpp (skip, branch_in, branch_out, plain), the classes of to_dot's
-// pictures, computed there by edge_paths; gs::to_string(EdgePath) names them ("branch-in", ...).
-using gs::EdgePath;
+// nn::EdgePath of nn/residual_edges.hpp (skip, branch_in, branch_out, plain), the classes of to_dot's
+// pictures, computed there by edge_paths; nn::to_string(EdgePath) names them ("branch-in", ...).
+using nn::EdgePath;
 
 struct NodeView {
   int index = 0;            // the tape index
@@ -59,7 +59,7 @@ struct NodeView {
 struct EdgeView {
   int from = 0, to = 0;     // input -> op, tape indices
   std::size_t input = 0;    // the input number at `to`
-  EdgeRole role = EdgeRole::none;  // the module's mark (Tape::role)
+  EdgeTag tag;              // the block's mark (Tape::tag): none, skip_edge or branch_out_edge
   EdgePath path = EdgePath::plain;
   std::string id() const;   // "e<to>_<input>", the id to_dot(svg_ids) gives the SVG edge
 };

@@ -3,18 +3,19 @@
 #include <cmath>
 
 #include "engine/engine.hpp"
-#include "engine/tools/inspect.hpp"
+#include "nn/residual_edges.hpp"
 
 namespace gs::nn {
 namespace {
 
-// The add of a residual connection, sum = skip + branch, with its inputs marked on the tape
-// (EdgeRole): tools/inspect splits the stream's gradient by these marks and draws the two paths apart.
+// The add of a residual connection, sum = skip + branch, its inputs tagged skip_edge and branch_out_edge
+// (nn/residual_edges.hpp): the stream's gradient splits by these tags, and the pictures draw both paths.
 // detach-skip / detach-branch (Interventions) make it send zeros back along that input; a BranchControl
 // scales the branch first (controlled_branch), inside the branch edge.
 Var residual_add(const Var& skip, const Var& branch, const Interventions& iv, const BranchControl& control,
                  Site site = Site::current()) {
-  Var sum = add(skip, controlled_branch(skip, branch, control, site), site).mark_input(0, EdgeRole::skip, site).mark_input(1, EdgeRole::branch_out, site);
+  Var sum = add(skip, controlled_branch(skip, branch, control, site), site);
+  sum.mark_input(0, skip_edge, site).mark_input(1, branch_out_edge, site);
   if (iv.detach_skip) cut_gradient(sum, 0, site);
   if (iv.detach_branch) cut_gradient(sum, 1, site);
   return sum;
@@ -22,18 +23,17 @@ Var residual_add(const Var& skip, const Var& branch, const Interventions& iv, co
 
 // alpha * x on the skip path (DeepNorm), its edge from x marked as the skip path's start.
 Var scaled_skip(const Var& x, double alpha, Site site = Site::current()) {
-  return mul(x, scalar_like(x, alpha, site), site).mark_input(0, EdgeRole::skip, site);
+  return mul(x, scalar_like(x, alpha, site), site).mark_input(0, skip_edge, site);
 }
 
 // omega (.) x on the skip path (Admin), omega [d] broadcast over (B, T); the edge from x is the skip's.
 Var weighted_skip(const Var& x, const Parameter& omega, Site site = Site::current()) {
-  return mul(x, Var(omega, site), site).mark_input(0, EdgeRole::skip, site);
+  return mul(x, Var(omega, site), site).mark_input(0, skip_edge, site);
 }
 
-// h + x, the skip of B2T's MLP sublayer: its own skip h and the connection from the block's bottom x,
-// both edges marked skip.
+// h + x, the skip of B2T's MLP sublayer (its own skip h and the block's bottom x), both edges skip.
 Var b2t_skip(const Var& h, const Var& x, Site site = Site::current()) {
-  return add(h, x, site).mark_input(0, EdgeRole::skip, site).mark_input(1, EdgeRole::skip, site);
+  return add(h, x, site).mark_input(0, skip_edge, site).mark_input(1, skip_edge, site);
 }
 
 // The population variance of every element of a (what Admin's reference code takes with np.var).
@@ -46,8 +46,8 @@ double variance(const Array& a) {
   return var / static_cast<double>(a.size());
 }
 
-// This block's own layout: mixln's first K blocks are post blocks, the others pre blocks.
-Placement layout(const ModelConfig& c, std::size_t index) {
+// This block's own placement: mixln's first K blocks are post blocks, the others pre blocks.
+Placement block_placement(const ModelConfig& c, std::size_t index) {
   if (c.placement != Placement::mixln) return c.placement;
   return index < c.mixln_post_blocks() ? Placement::post : Placement::pre;
 }
@@ -55,7 +55,7 @@ Placement layout(const ModelConfig& c, std::size_t index) {
 }  // namespace
 
 Block::Block(const ModelConfig& config, std::size_t block_index, Initializer& init)
-    : placement(layout(config, block_index)), norm(config.norm), residual(config.residual), index(block_index),
+    : placement(block_placement(config, block_index)), norm(config.norm), residual(config.residual), index(block_index),
       attn(config.d_model, config.heads, init, config.qk_norm), mlp(config.d_model, config.ff(), init) {
   const std::size_t d = config.d_model;
   ln1 = make_norm(norm, d, config.dyt_alpha);
@@ -115,7 +115,7 @@ void Block::set_fused_norms(bool fused) {
 //
 // A block's forward is two residual connections, sum = skip + branch, one per sublayer; where the norms
 // sit depends on the placement. BlockPass holds what every placement needs (the block, its tape, the
-// call site and the trace being filled); post_family and pre_family are the two layouts, each readable
+// call site and the trace being filled); post_family and pre_family are the two families of placements, each readable
 // as the formula it computes (and each a frame of its own in a debugger).
 namespace {
 
@@ -135,7 +135,7 @@ struct BlockPass {
     return layer.forward(in, site);
   }
 
-  // N(in) for the block's norm `n` under its name, recorded as a norm site; the identity for a null
+  // N(in) for the block's norm `n` under its name, recorded as a norm trace; the identity for a null
   // norm (norm none, or a placement without it); times 1/sqrt(l) for lns (in the norm's scope).
   Var normed(const char* name, NormLayer* n, const Var& in, bool on_stream) {
     if (!n) return in;
@@ -233,8 +233,15 @@ Var Block::forward(const Var& x, Site site) {
                             std::to_string(attn.dim) + "), got " + shape_str(xs));
   BlockPass pass{*this, x.tape(site), site, "blocks." + std::to_string(index) + ".", {}};
   pass.t.input = x;  // (B, T, C)
-  if (placement == Placement::post || placement == Placement::b2t) pass.post_family(x);
-  else pass.pre_family(x);  // pre, peri and out
+  switch (placement) {
+    case Placement::post:
+    case Placement::b2t: pass.post_family(x); break;
+    case Placement::pre:
+    case Placement::peri:
+    case Placement::out: pass.pre_family(x); break;
+    case Placement::mixln:  // never: block_placement() makes each of mixln's blocks a post or a pre block
+      fail("Block", site, "blocks." + std::to_string(index) + " has placement mixln, which only a model has");
+  }
   pass.label(x);
   last = std::move(pass.t);
   return last.out;  // (B, T, C)

@@ -30,14 +30,15 @@
 #include "nn/mlp.hpp"
 #include "nn/module.hpp"
 #include "nn/norm.hpp"
+#include "nn/residual_edges.hpp"
 
 namespace gs::nn {
 
-// A norm site: one norm of the model (a block's ln1, ln_attn_out, ln2, ln_mlp_out, or the model's ln_f)
+// A norm trace: one norm of the model (a block's ln1, ln_attn_out, ln2, ln_mlp_out, or the model's ln_f)
 // as the last forward applied it, of whichever kind (LayerNorm, RMSNorm, DyT). Its tape entries carry
 // its name as their scope, so the part of dL/d in that came back through the norm is what the entries
 // of that scope sent into `in` (analysis::through_norm).
-struct NormSite {
+struct NormTrace {
   std::string name;        // its module path, also its entries' tape scope: "blocks.0.ln1", "ln_f"
   Var in, out;             // x and N(x) (B, T, C): the norm's own input and output (out before lns's 1/sqrt(l))
   bool on_stream = false;  // x is the residual stream or the sum entering it, not a sublayer's output:
@@ -51,6 +52,7 @@ struct NormSite {
 //   branch  what the sublayer adds: Attn(x), Attn(N1 x), Na(Attn(N1 x)), N1(Attn(x)) (out) or a_attn * Attn(x)
 //   sum     the add; for pre, peri, out (and mixln's pre blocks) it is the stream itself (sum == mid / out),
 //           for post, b2t (and mixln's post blocks) the stream is N(sum)
+// The edges into each add are tagged skip_edge and branch_out_edge (nn/residual_edges.hpp).
 // Labels on the tape (i = the block's index): blocks.i.attn_in, .attn_branch, .attn_skip (when the skip
 // is an op of its own), .attn_sum (when it is not the stream), .mid, and the same with mlp_ ending in
 // .out: the stream positions have the same names here, on the tape and in the stream experiment
@@ -68,7 +70,7 @@ struct BlockTrace {
   Var mlp_branch;
   Var mlp_sum;
   Var out;          // y (B, T, C)
-  std::vector<NormSite> norms;  // the norm sites of this forward, in the order it applied them
+  std::vector<NormTrace> norms;  // the norm traces of this forward, in the order it applied them
 };
 
 // Admin's profiling pass (TransformerLM::profile_admin): the running ratio of Liu et al.'s reference
@@ -87,7 +89,7 @@ class Block : public Module {
   void set_fused_norms(bool fused);  // fused or composite norms (default fused), qk-norm's too
   std::vector<NormLayer*> norms() const;  // the block's norms that exist: ln1, ln_attn_out, ln2, ln_mlp_out
 
-  Placement placement;  // this block's own layout: post, pre, peri, b2t or out (mixln's blocks are post or pre)
+  Placement placement;  // this block's own placement: post, pre, peri, b2t or out (mixln's blocks are post or pre)
   Norm norm;
   Residual residual;
   std::size_t index;

@@ -22,11 +22,16 @@ E parse_name(const std::string& name, const std::vector<std::string>& names, con
   throw Error(std::string(what) + ": unknown " + what + " '" + name + "' (valid: " + joined(names) + ")");
 }
 
-const std::vector<std::string> placement_names = {"post", "pre", "peri", "mixln", "b2t", "out"};
-const std::vector<std::string> norm_names = {"layer", "rms", "dyt", "none"};
-const std::vector<std::string> residual_names = {"none", "deepnorm", "admin", "rezero", "lns"};
-const std::vector<std::string> init_names = {"xavier", "gpt2"};
-const std::vector<std::string> qk_norm_names = {"none", "layer", "rms"};
+// Every name a placement parses from, each kind's name followed by its aliases:
+// "post, pre, peri, sandwich, mixln, b2t, out".
+std::string placement_spellings() {
+  std::vector<std::string> names;
+  for (const PlacementKind& k : placement_kinds()) {
+    names.push_back(k.name);
+    names.insert(names.end(), k.aliases.begin(), k.aliases.end());
+  }
+  return joined(names);
+}
 
 struct Preset {
   std::string name;
@@ -57,24 +62,35 @@ std::vector<std::string> split_spec(const std::string& spec) {
 
 }  // namespace
 
-std::string to_string(Placement placement) { return placement_names.at(static_cast<std::size_t>(placement)); }
-std::string to_string(Norm norm) { return norm_names.at(static_cast<std::size_t>(norm)); }
-std::string to_string(Residual residual) { return residual_names.at(static_cast<std::size_t>(residual)); }
-std::string to_string(Init init) { return init_names.at(static_cast<std::size_t>(init)); }
+const std::vector<std::string>& init_names() {
+  static const std::vector<std::string> names = {"xavier", "gpt2"};
+  return names;
+}
+const std::vector<std::string>& qk_norm_names() {
+  static const std::vector<std::string> names = {"none", "layer", "rms"};
+  return names;
+}
+
+std::string to_string(Placement placement) { return kind_of(placement).name; }
+std::string to_string(Norm norm) { return kind_of(norm).name; }
+std::string to_string(Residual residual) { return kind_of(residual).name; }
+std::string to_string(Init init) { return init_names().at(static_cast<std::size_t>(init)); }
+std::string to_string(QkNorm qk_norm) { return qk_norm_names().at(static_cast<std::size_t>(qk_norm)); }
 
 Placement parse_placement(const std::string& name) {
-  if (name == "sandwich") return Placement::peri;
+  for (const PlacementKind& k : placement_kinds())
+    for (const std::string& alias : k.aliases)
+      if (name == alias) return k.placement;
   try {
-    return parse_name<Placement>(name, placement_names, "placement");
+    return parse_name<Placement>(name, placement_names(), "placement");
   } catch (const Error&) {
-    throw Error("placement: unknown placement '" + name + "' (valid: post, pre, peri, sandwich, mixln, b2t, out)");
+    throw Error("placement: unknown placement '" + name + "' (valid: " + placement_spellings() + ")");
   }
 }
-Norm parse_norm(const std::string& name) { return parse_name<Norm>(name, norm_names, "norm"); }
-Residual parse_residual(const std::string& name) { return parse_name<Residual>(name, residual_names, "residual"); }
-Init parse_init(const std::string& name) { return parse_name<Init>(name, init_names, "init"); }
-std::string to_string(QkNorm qk_norm) { return qk_norm_names.at(static_cast<std::size_t>(qk_norm)); }
-QkNorm parse_qk_norm(const std::string& name) { return parse_name<QkNorm>(name, qk_norm_names, "qk_norm"); }
+Norm parse_norm(const std::string& name) { return parse_name<Norm>(name, norm_names(), "norm"); }
+Residual parse_residual(const std::string& name) { return parse_name<Residual>(name, residual_names(), "residual"); }
+Init parse_init(const std::string& name) { return parse_name<Init>(name, init_names(), "init"); }
+QkNorm parse_qk_norm(const std::string& name) { return parse_name<QkNorm>(name, qk_norm_names(), "qk_norm"); }
 
 const std::vector<std::string>& placement_presets() {
   static const std::vector<std::string> names = [] {
@@ -90,23 +106,39 @@ std::string refusal(const ModelConfig& c) {
   const Norm N = c.norm;
   const Residual R = c.residual;
   const std::string p = to_string(P);
-  const bool norm_on_stream = P == Placement::post || P == Placement::mixln || P == Placement::b2t;
+  const bool norm_on_stream = kind_of(P).norm_on_stream;
+  // The placements whose norms sit off the stream, inside the branches: "pre, peri or out".
+  std::string off_stream;
+  for (const PlacementKind& k : placement_kinds())
+    if (!k.norm_on_stream) off_stream += (off_stream.empty() ? "" : ", ") + k.name;
+  if (const std::size_t last = off_stream.rfind(", "); last != std::string::npos) off_stream.replace(last, 2, " or ");
   if (N == Norm::none && P != Placement::pre)
     return "with norm none no norm is left to place: every placement is the plain x + F(x) (b2t's extra skip "
            "would only add x twice), which is written pre/none";
-  if (R == Residual::deepnorm && P != Placement::post)
-    return "deepnorm up-weights the skip in front of a Post-LN norm (Wang et al. 2022), so it needs placement post";
-  if (R == Residual::admin && P != Placement::post)
-    return "admin profiles the skip weights of Post-LN blocks (Liu et al. 2020; their code asserts Post-LN), so it "
-           "needs placement post";
-  if (R == Residual::rezero && norm_on_stream)
-    return "rezero starts every block as the identity, which a norm on the stream (" + p +
-           ") undoes: use pre, peri or out";
-  if (R == Residual::lns && N == Norm::none)
-    return "lns scales the output of each norm, and with norm none there is none";
-  if (R == Residual::lns && norm_on_stream)
-    return "lns (Sun et al. 2025) scales the norms inside Pre-LN branches; in " + p +
-           " a norm's output is the stream itself, which it would shrink by 1/sqrt(l): use pre, peri or out";
+  switch (R) {  // what each residual needs of the placement and the norm
+    case Residual::none: break;
+    case Residual::deepnorm:
+      if (P != Placement::post)
+        return "deepnorm up-weights the skip in front of a Post-LN norm (Wang et al. 2022), so it needs placement "
+               "post";
+      break;
+    case Residual::admin:
+      if (P != Placement::post)
+        return "admin profiles the skip weights of Post-LN blocks (Liu et al. 2020; their code asserts Post-LN), so "
+               "it needs placement post";
+      break;
+    case Residual::rezero:
+      if (norm_on_stream)
+        return "rezero starts every block as the identity, which a norm on the stream (" + p + ") undoes: use " +
+               off_stream;
+      break;
+    case Residual::lns:
+      if (N == Norm::none) return "lns scales the output of each norm, and with norm none there is none";
+      if (norm_on_stream)
+        return "lns (Sun et al. 2025) scales the norms inside Pre-LN branches; in " + p +
+               " a norm's output is the stream itself, which it would shrink by 1/sqrt(l): use " + off_stream;
+      break;
+  }
   if (P == Placement::mixln && c.mixln_post_blocks() > c.layers)
     return "mixln_post " + std::to_string(c.mixln_post_blocks()) + " is more than the " + std::to_string(c.layers) +
            " layers";
@@ -128,8 +160,8 @@ void apply_placement(ModelConfig& config, const std::string& spec) {
   if (!preset) {
     const std::vector<std::string> parts = split_spec(spec);
     const std::string valid = "valid: a preset (" + joined(placement_presets()) +
-                              ") or P/N/R with P one of post, pre, peri, sandwich, mixln, b2t, out, N one of " +
-                              joined(norm_names) + " (default layer), R one of " + joined(residual_names) +
+                              ") or P/N/R with P one of " + placement_spellings() + ", N one of " +
+                              joined(norm_names()) + " (default layer), R one of " + joined(residual_names()) +
                               " (default none)";
     try {
       if (parts.size() > 3 || parts[0].empty()) throw Error("");

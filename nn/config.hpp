@@ -9,11 +9,14 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace gs::nn {
+
+class NormLayer;
 
 enum class Placement { post, pre, peri, mixln, b2t, out };
 enum class Norm { layer, rms, dyt, none };
@@ -23,16 +26,64 @@ enum class Init { xavier, gpt2 };  // Xavier-uniform linear weights, or GPT-2's 
 // (Dehghani et al. 2023; OLMo 2): none, layer (LayerNorm, weight and bias) or rms (RMSNorm, weight).
 enum class QkNorm { none, layer, rms };
 
-// Each axis's names. parse_* throws gs::Error naming the string and listing the valid names.
-std::string to_string(Placement placement);  // "post", "pre", "peri", "mixln", "b2t", "out"
-Placement parse_placement(const std::string& name);  // also "sandwich" (= peri)
-std::string to_string(Norm norm);            // "layer", "rms", "dyt", "none"
+// ---- The registry: one row per kind of each axis, what varies with it (nn/kinds.cpp) ----
+// A new kind is its enum value above and its row there; everything else (the names that flags,
+// placement specs and config.json read, the refusals, the norm a block makes) reads the rows. The
+// block's formulas switch on Placement without a default (nn/block.cpp), so -Wswitch names a
+// placement they do not handle.
+
+struct PlacementKind {
+  Placement placement;
+  std::string name;                  // in flags, specs "P/N/R" and config.json: "post", "pre", ...
+  std::vector<std::string> aliases;  // other names it parses from: peri's "sandwich"
+  bool norm_on_stream;               // its norms read the stream itself (or the sum entering it), so a
+                                     // norm's output is the stream: post, mixln, b2t
+  bool final_norm;                   // the model ends its stream of sums with ln_f: pre, peri, mixln, out
+};
+
+struct NormKind {
+  Norm norm;
+  std::string name;        // "layer", "rms", "dyt", "none"
+  std::string title;       // as the papers write it: "LayerNorm", "RMSNorm", "DyT", "" (none)
+  bool has_statistics;     // computes sigma (and a mean) of its input: what ln-undo-gain and
+                           // ln-detach-stats change (nn/interventions.hpp)
+  // The norm over d features (weights ones, biases zeros, DyT's alpha = dyt_alpha); nullptr for none,
+  // the identity: a block without norms.
+  std::unique_ptr<NormLayer> (*make)(std::size_t d, double dyt_alpha);
+};
+
+struct ResidualKind {
+  Residual residual;
+  std::string name;  // "none", "deepnorm", "admin", "rezero", "lns"
+};
+
+// Every kind of an axis, in the enum's order (row i is the kind with value i), and one kind's row.
+const std::vector<PlacementKind>& placement_kinds();
+const std::vector<NormKind>& norm_kinds();
+const std::vector<ResidualKind>& residual_kinds();
+const PlacementKind& kind_of(Placement placement);
+const NormKind& kind_of(Norm norm);
+const ResidualKind& kind_of(Residual residual);
+
+// Each axis's names, in the enum's order (what --norm, --residual, --init, --qk-norm accept).
+// placement_names() are the placements alone, without aliases or presets (--placement takes more:
+// apply_placement below).
+const std::vector<std::string>& placement_names();  // "post", "pre", "peri", "mixln", "b2t", "out"
+const std::vector<std::string>& norm_names();       // "layer", "rms", "dyt", "none"
+const std::vector<std::string>& residual_names();   // "none", "deepnorm", "admin", "rezero", "lns"
+const std::vector<std::string>& init_names();       // "xavier", "gpt2"
+const std::vector<std::string>& qk_norm_names();    // "none", "layer", "rms"
+
+// parse_* throws gs::Error naming the string and listing the valid names.
+std::string to_string(Placement placement);
+Placement parse_placement(const std::string& name);  // also an alias ("sandwich" = peri)
+std::string to_string(Norm norm);
 Norm parse_norm(const std::string& name);
-std::string to_string(Residual residual);    // "none", "deepnorm", "admin", "rezero", "lns"
+std::string to_string(Residual residual);
 Residual parse_residual(const std::string& name);
-std::string to_string(Init init);            // "xavier", "gpt2"
+std::string to_string(Init init);
 Init parse_init(const std::string& name);
-std::string to_string(QkNorm qk_norm);       // "none", "layer", "rms"
+std::string to_string(QkNorm qk_norm);
 QkNorm parse_qk_norm(const std::string& name);
 
 struct ModelConfig {

@@ -60,9 +60,15 @@ std::string to_string(const Interventions& interventions) {
 std::string refusal(const Interventions& iv, const ModelConfig& config) {
   const bool ln_grad = iv.ln_undo_gain || iv.ln_detach_stats;
   const std::string which = iv.ln_undo_gain ? "ln-undo-gain" : "ln-detach-stats";
+  const NormKind& norm = kind_of(config.norm);
   if (ln_grad && config.norm == Norm::none) return which + " changes the norms' backward, and with norm none there is none";
-  if (ln_grad && config.norm == Norm::dyt)
-    return which + " acts on a norm's statistics (sigma, mean, variance), and DyT computes none: use layer or rms";
+  if (ln_grad && !norm.has_statistics) {
+    std::string with;  // the norms that have statistics: "layer or rms"
+    for (const NormKind& k : norm_kinds())
+      if (k.has_statistics) with += (with.empty() ? "" : " or ") + k.name;
+    return which + " acts on a norm's statistics (sigma, mean, variance), and " + norm.title +
+           " computes none: use " + with;
+  }
   if (iv.freeze_ln && config.norm == Norm::none) return "freeze-ln freezes the norms' parameters, and with norm none there is none";
   if (iv.detach_skip && iv.detach_branch)
     return "detach-skip with detach-branch cuts both inputs of every residual add: no gradient would reach any block";

@@ -1,5 +1,5 @@
 // What every norm of a residual block is: LayerNorm (nn/layernorm.hpp), RMSNorm (nn/rmsnorm.hpp) or
-// Dynamic Tanh (nn/dyt.hpp), chosen by ModelConfig::norm. A block holds its norms as NormLayer
+// Dynamic Tanh (nn/dyt.hpp), chosen by ModelConfig::norm (each kind's row: nn/kinds.cpp). A block holds its norms as NormLayer
 // pointers, null where the placement has no norm or the norm is `none` (the identity).
 #pragma once
 
@@ -35,7 +35,7 @@ class NormLayer : public Module {
 };
 
 // The norm of kind `norm` over d features (weights ones, biases zeros, DyT's alpha = dyt_alpha);
-// nullptr for Norm::none.
+// nullptr for Norm::none. What kind_of(norm).make makes.
 std::unique_ptr<NormLayer> make_norm(Norm norm, std::size_t d, double dyt_alpha);
 
 // An identity whose backward multiplies the gradient by `scale` (broadcast against x, e.g. (..., 1)

@@ -24,11 +24,11 @@ const ModelConfig& checked(const ModelConfig& c) {
   return c;
 }
 
-// The final norm: pre, peri, mixln and out end their stream of sums with one (none for norm none).
+// The final norm: pre, peri, mixln and out end their stream of sums with one (none for norm none), as
+// their rows in the registry say (final_norm, nn/kinds.cpp); post and b2t end theirs with a block's
+// ln2 already.
 std::unique_ptr<NormLayer> make_final_norm(const ModelConfig& c) {
-  const bool has = c.placement == Placement::pre || c.placement == Placement::peri || c.placement == Placement::mixln ||
-                   c.placement == Placement::out;
-  return has ? make_norm(c.norm, c.d_model, c.dyt_alpha) : nullptr;
+  return kind_of(c.placement).final_norm ? make_norm(c.norm, c.d_model, c.dyt_alpha) : nullptr;
 }
 
 std::vector<std::unique_ptr<Block>> make_blocks(const ModelConfig& config, Initializer& init) {
@@ -62,12 +62,12 @@ TransformerLM::TransformerLM(const ModelConfig& c)
   }
 }
 
-std::vector<NormSite> TransformerLM::norm_sites() const {
-  std::vector<NormSite> sites;
-  for (const auto& block : blocks) sites.insert(sites.end(), block->last.norms.begin(), block->last.norms.end());
+std::vector<NormTrace> TransformerLM::norm_traces() const {
+  std::vector<NormTrace> traces;
+  for (const auto& block : blocks) traces.insert(traces.end(), block->last.norms.begin(), block->last.norms.end());
   if (ln_f && !blocks.empty() && last.final_norm.index() >= 0)  // ln_f reads the last block's output
-    sites.push_back({"ln_f", blocks.back()->last.out, last.final_norm, true});
-  return sites;
+    traces.push_back({"ln_f", blocks.back()->last.out, last.final_norm, true});
+  return traces;
 }
 
 void TransformerLM::set_fused_norms(bool fused) {

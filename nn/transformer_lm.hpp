@@ -57,9 +57,9 @@ class TransformerLM : public Module {
 
   void set_fused_norms(bool fused);  // every norm of the model fused (default) or composite
   bool has_final_norm() const { return ln_f != nullptr; }
-  // Every norm site of the last forward (nn/block.hpp NormSite), of any norm kind: each block's, in
+  // Every norm trace of the last forward (nn/block.hpp NormTrace), of any norm kind: each block's, in
   // forward order, then ln_f's. Empty for norm none.
-  std::vector<NormSite> norm_sites() const;
+  std::vector<NormTrace> norm_traces() const;
 
   // Admin (Liu et al. 2020): sets every block's omegas by one forward pass on ids (B, T), in the order
   // of their reference code (docs/placements.md#admin). The constructor calls it on B = 4 sequences of

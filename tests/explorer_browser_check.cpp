@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
     o.runs = {{"post", 0, ""}, {"pre", 0, ""}, {"post", 0, "ln-undo-gain"}};
     o.recorder.snapshot_steps = {0, 1, 3, 6};
     result = check_page(browser, dir, "layernorm", o);
-    // The same page of RMSNorm runs: the charts and the tour find its norm sites too.
+    // The same page of RMSNorm runs: the charts and the tour find its norm traces too.
     o.model.norm = gs::nn::Norm::rms;
     o.runs = {{"post", 0, ""}, {"pre", 0, ""}};
     if (result == 0) result = check_page(browser, dir, "rmsnorm", o);

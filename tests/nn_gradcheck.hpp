@@ -40,13 +40,13 @@ inline nn::ModelConfig gradcheck_config(const std::string& spec, nn::Init init =
 // triples "P/N/R" (the presets among them by their preset names), in axis order.
 inline std::vector<std::string> zoo() {
   std::vector<std::string> out;
-  for (const char* p : {"post", "pre", "peri", "mixln", "b2t", "out"})
-    for (const char* n : {"layer", "rms", "dyt", "none"})
-      for (const char* r : {"none", "deepnorm", "admin", "rezero", "lns"}) {
+  for (const nn::PlacementKind& p : nn::placement_kinds())
+    for (const nn::NormKind& n : nn::norm_kinds())
+      for (const nn::ResidualKind& r : nn::residual_kinds()) {
         nn::ModelConfig c;
-        c.placement = nn::parse_placement(p);
-        c.norm = nn::parse_norm(n);
-        c.residual = nn::parse_residual(r);
+        c.placement = p.placement;
+        c.norm = n.norm;
+        c.residual = r.residual;
         if (nn::refusal(c).empty()) out.push_back(nn::placement_name(c));
       }
   return out;

@@ -9,7 +9,7 @@
 #include "analysis/stream_split.hpp"
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"
-#include "engine/tools/inspect.hpp"
+#include "nn/residual_edges.hpp"
 
 namespace test_experiments_stream {  // one namespace per test file: the files compile in groups
 
@@ -71,15 +71,15 @@ TEST_CASE("stream_positions lists emb, then each block's mid and output; the blo
       // is marked skip, and the add's other input is marked branch.
       for (const Var& sum : {t.attn_sum, t.mlp_sum}) {
         const Entry& add = tape.entry(sum.index());
-        REQUIRE(tape.role(sum.index(), 0) == EdgeRole::skip);
-        REQUIRE(tape.role(sum.index(), 1) == EdgeRole::branch_out);
+        REQUIRE(tape.tag(sum.index(), 0) == skip_edge);
+        REQUIRE(tape.tag(sum.index(), 1) == branch_out_edge);
         const int skip = add.inputs[0];
         const Var& position = sum.index() == t.attn_sum.index() ? p[2 * l].value : p[2 * l + 1].value;
         if (placement == "deepnorm") {
           REQUIRE(std::string(tape.entry(skip).op) == "mul");
           REQUIRE(tape.entry(skip).inputs[0] == position.index());
-          REQUIRE(tape.role(skip, 0) == EdgeRole::skip);
-          REQUIRE(tape.role(skip, 1) == EdgeRole::none);  // alpha, a constant
+          REQUIRE(tape.tag(skip, 0) == skip_edge);
+          REQUIRE(tape.tag(skip, 1) == EdgeTag{});  // alpha, a constant
         } else {
           REQUIRE(skip == position.index());
         }
@@ -103,12 +103,11 @@ TEST_CASE("the identity and branch parts at every stream position sum to its gra
       const std::vector<StreamPosition> p = forward_backward(model, tape);
       for (std::size_t k = 0; k + 1 < p.size(); ++k) {
         INFO("position " << p[k].name);
-        const PathSplit s = split_gradient(p[k].value);
+        const SkipBranch s = split_skip_branch(p[k].value);
         REQUIRE(s.skip_parts == 1);  // one skip op sent one gradient
         REQUIRE(s.branch_parts >= 1);    // and the sublayer (or its LN) read it too
         REQUIRE(s.skip_parts + s.branch_parts == p[k].value.entry().contributions.size());
-        REQUIRE(xt::all(xt::equal(s.total, p[k].value.grad())));
-        REQUIRE(max_abs_diff(s.skip + s.branch, s.total) <= 1e-12);
+        REQUIRE(max_abs_diff(s.skip + s.branch, p[k].value.grad()) <= 1e-12);
       }
     }
   }
@@ -127,9 +126,9 @@ TEST_CASE("at init ReZero is the identity on the stream and every branch part of
   for (std::size_t k = 0; k + 1 < p.size(); ++k) {
     INFO("position " << p[k].name);
     // d/dx [a F(x)] = a F'(x) = 0 at a = 0: the branch sends exact zeros, the skip the whole gradient.
-    const PathSplit s = split_gradient(p[k].value);
+    const SkipBranch s = split_skip_branch(p[k].value);
     REQUIRE(xt::all(xt::equal(s.branch, 0.0)));
-    REQUIRE(xt::all(xt::equal(s.skip, s.total)));
+    REQUIRE(xt::all(xt::equal(s.skip, p[k].value.grad())));
   }
   // So the gradient at the top reaches emb unchanged, bit for bit.
   REQUIRE(xt::all(xt::equal(p.front().value.grad(), p.back().value.grad())));
@@ -183,7 +182,7 @@ TEST_CASE("where the stream is the plain sum, the skip part at a sublayer's inpu
     Array telescoped = p.back().value.grad();
     for (std::size_t k = 0; k + 1 < p.size(); ++k) {
       INFO("position " << p[k].name);
-      const PathSplit s = split_gradient(p[k].value);
+      const SkipBranch s = split_skip_branch(p[k].value);
       REQUIRE(xt::all(xt::equal(s.skip, p[k + 1].value.grad())));
       telescoped += s.branch;
     }
@@ -200,27 +199,27 @@ TEST_CASE("where the stream is the plain sum, the skip part at a sublayer's inpu
     for (std::size_t l = 0; l < model.blocks.size(); ++l) {
       const BlockTrace& t = model.blocks[l]->last;
       const Block& block = *model.blocks[l];
-      const PathSplit attn = split_gradient(p[2 * l].value);
-      const PathSplit mlp = split_gradient(p[2 * l + 1].value);
+      const SkipBranch attn = split_skip_branch(p[2 * l].value);
+      const SkipBranch mlp = split_skip_branch(p[2 * l + 1].value);
       REQUIRE(xt::all(xt::equal(attn.skip, Array(t.attn_sum.grad() * block.alpha))));
       REQUIRE(xt::all(xt::equal(mlp.skip, Array(t.mlp_sum.grad() * block.alpha))));
     }
   }
 }
 
-TEST_CASE("split_gradient says what is wrong: no contributions kept, or a position no skip edge leaves",
+TEST_CASE("split_skip_branch says what is wrong: no contributions kept, or a position no skip edge leaves",
           "[experiments][stream][errors]") {
   TransformerLM model(small("pre"));
   Tape tape;
   TapeScope scope(tape);
   model.loss(ids, targets).backward();  // keep_contributions off
   const std::vector<StreamPosition> p = stream_positions(model);
-  REQUIRE_THROWS_WITH(split_gradient(p[0].value), Catch::Contains("keep_contributions"));
+  REQUIRE_THROWS_WITH(split_skip_branch(p[0].value), Catch::Contains("keep_contributions"));
 
   tape.reset();
   const std::vector<StreamPosition> q = forward_backward(model, tape);
   REQUIRE(q.back().top);
-  REQUIRE_THROWS_WITH(split_gradient(q.back().value), Catch::Contains("no edge marked EdgeRole::skip"));
+  REQUIRE_THROWS_WITH(split_skip_branch(q.back().value), Catch::Contains("no edge tagged skip_edge"));
 }
 
 }  // namespace test_experiments_stream

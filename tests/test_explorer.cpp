@@ -12,6 +12,7 @@
 #include "check.hpp"
 #include "engine/engine.hpp"
 #include "engine/tools/inspect.hpp"
+#include "nn/residual_edges.hpp"
 #include "explorer/dot.hpp"
 #include "explorer/page.hpp"
 #include "explorer/recorder.hpp"
@@ -53,7 +54,7 @@ struct Residual {
     w = tape.leaf(Array{{0.3, 0.7, -0.2}});
     s = mul(x, w).named("s");
     branch = tanh(s);
-    y = add(s, branch).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch_out).named("y");
+    y = add(s, branch).mark_input(0, nn::skip_edge).mark_input(1, nn::branch_out_edge).named("y");
     loss = sum(mul(y, y));
     loss.backward();
   }
@@ -161,7 +162,7 @@ TEST_CASE("explorer read_snapshot: each edge carries the norm and share of its c
   }
   CHECK(share == Approx(1.0));  // <c1, g> + <c2, g> = <g, g>
   CHECK(std::isnan(snap.edge_norm[static_cast<std::size_t>(edge_index(g, r.x.index(), r.s.index()))]));  // x needs none
-  const SkipBranch parts = split_skip_branch(r.s);
+  const nn::SkipBranch parts = nn::split_skip_branch(r.s);
   REQUIRE(snap.forks.size() == 1);
   CHECK(snap.forks[0].skip == Approx(norm(parts.skip)));
   CHECK(snap.forks[0].branch == Approx(norm(parts.branch)));
@@ -179,11 +180,11 @@ TEST_CASE("explorer read_graph: residual adds in series fork at each stream posi
   tape.keep_contributions = true;
   Var x = tape.leaf(Array{0.5, -1.0});
   // Pre-LN's stream: h = x + f(x), y = h + g(h); the second add's skip input is the first add.
-  Var h = add(x, tanh(x)).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch_out);
-  Var y = add(h, sigmoid(h)).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch_out);
+  Var h = add(x, tanh(x)).mark_input(0, nn::skip_edge).mark_input(1, nn::branch_out_edge);
+  Var y = add(h, sigmoid(h)).mark_input(0, nn::skip_edge).mark_input(1, nn::branch_out_edge);
   // DeepNorm's: z = alpha * y + f(y), the scale on the skip path.
-  Var scaled = mul(y, scalar_like(y, 2.0)).mark_input(0, EdgeRole::skip);
-  Var z = add(scaled, tanh(y)).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch_out);
+  Var scaled = mul(y, scalar_like(y, 2.0)).mark_input(0, nn::skip_edge);
+  Var z = add(scaled, tanh(y)).mark_input(0, nn::skip_edge).mark_input(1, nn::branch_out_edge);
   sum(z * z).backward();
   const GraphView g = read_graph(tape);
   REQUIRE(g.forks.size() == 3);
@@ -205,7 +206,7 @@ TEST_CASE("explorer read_snapshot refuses a tape of another structure, or one th
   Tape plain;  // the same ops, without keep_contributions
   Var x = plain.leaf(Array{{0.5, -1.0, 2.0}}, false), w = plain.leaf(Array{{0.3, 0.7, -0.2}});
   Var s = mul(x, w);
-  Var y = add(s, tanh(s)).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch_out);
+  Var y = add(s, tanh(s)).mark_input(0, nn::skip_edge).mark_input(1, nn::branch_out_edge);
   sum(mul(y, y)).backward();
   CHECK_THROWS_WITH(read_snapshot(plain, read_graph(plain), 0, 0.0), Contains("keep_contributions"));
   // A pass that was never backpropagated (its loss was not finite) is read, with no gradients.
@@ -239,12 +240,12 @@ TEST_CASE("explorer read_graph: every placement has one fork per sublayer, and i
     const GraphView g = read_graph(tape);
     INFO(nn::placement_name(model.config));
     CHECK(g.forks.size() == 2 * model.config.layers);
-    const std::vector<std::vector<EdgePath>> paths = edge_paths(tape);  // what to_dot draws
+    const std::vector<std::vector<EdgePath>> paths = nn::edge_paths(tape);  // what to_dot draws
     for (const EdgeView& e : g.edges) {
       CHECK(e.path == paths[static_cast<std::size_t>(e.to)][e.input]);
       if (e.path == EdgePath::branch_in) CHECK(g.nodes[static_cast<std::size_t>(e.from)].fork >= 0);
     }
-    for (const ForkView& f : g.forks) CHECK(is_stream_fork(tape, f.at));
+    for (const ForkView& f : g.forks) CHECK(nn::is_stream_fork(tape, f.at));
   }
 }
 
@@ -327,7 +328,7 @@ TEST_CASE("explorer RunRecorder: the charts' numbers are the model's own, snapsh
   }
 }
 
-TEST_CASE("explorer RunRecorder: the norm charts come from the blocks' norm sites, for every norm kind",
+TEST_CASE("explorer RunRecorder: the norm charts come from the blocks' norm traces, for every norm kind",
           "[explorer]") {
   // RMSNorm and DyT record no "layernorm_fused" entry; peri and out have norms off the stream.
   struct Case {

@@ -17,6 +17,7 @@
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"
 #include "engine/tools/inspect.hpp"
+#include "nn/residual_edges.hpp"
 
 namespace test_graph {  // one namespace per test file: the files compile in groups
 
@@ -160,18 +161,18 @@ TEST_CASE("contributions(v) says what is missing: keep_contributions, or a gradi
   REQUIRE_THROWS_WITH(contributions(unused), Catch::Contains("has no gradient"));
 }
 
-TEST_CASE("edge roles: a residual connection marked on the tape splits the fork's gradient into skip and branch",
-          "[inspect][roles]") {
+TEST_CASE("edge tags: a residual connection tagged on the tape splits the fork's gradient into skip and branch",
+          "[inspect][tags]") {
   // y = x + tanh(x) * w: the skip path hands back dL/dy, the branch tanh(x) * w the rest.
   Tape tape;
   tape.keep_contributions = true;
   Var x = tape.leaf(Array{0.5, -1.0, 2.0});
   Var w = tape.leaf(Array{3.0});
   Var branch = tanh(x) * w;
-  Var y = (x + branch).mark_input(0, EdgeRole::skip).mark_input(1, EdgeRole::branch_out);
-  REQUIRE(tape.role(y.index(), 0) == EdgeRole::skip);
-  REQUIRE(tape.role(y.index(), 1) == EdgeRole::branch_out);
-  REQUIRE(tape.role(branch.index(), 0) == EdgeRole::none);  // nothing marked
+  Var y = (x + branch).mark_input(0, skip_edge).mark_input(1, branch_out_edge);
+  REQUIRE(tape.tag(y.index(), 0) == skip_edge);
+  REQUIRE(tape.tag(y.index(), 1) == branch_out_edge);
+  REQUIRE(tape.tag(branch.index(), 0) == EdgeTag{});  // nothing marked
   Var loss = sum(y * y);
   loss.backward();
   const SkipBranch parts = split_skip_branch(x);
@@ -182,7 +183,7 @@ TEST_CASE("edge roles: a residual connection marked on the tape splits the fork'
   const Array t = xt::tanh(x.value());
   REQUIRE(analysis::max_abs_diff(parts.branch, Array(dy * 3.0 * (1.0 - t * t))) <= 1e-14);  // d/dx [w tanh(x)]
   REQUIRE(analysis::max_abs_diff(Array(parts.skip + parts.branch), x.grad()) <= 1e-15);
-  // The roles change nothing in the backward pass: the same graph unmarked gives the same bits.
+  // The tags change nothing in the backward pass: the same graph unmarked gives the same bits.
   Tape plain;
   Var x2 = plain.leaf(Array{0.5, -1.0, 2.0});
   Var w2 = plain.leaf(Array{3.0});
@@ -190,9 +191,9 @@ TEST_CASE("edge roles: a residual connection marked on the tape splits the fork'
   sum(y2 * y2).backward();
   REQUIRE(xt::all(xt::equal(x2.grad(), x.grad())));
   // A fork no skip edge leaves, and an input that does not exist, are refused.
-  REQUIRE_THROWS_WITH(split_skip_branch(w), Catch::Contains("no edge marked EdgeRole::skip"));
-  REQUIRE_THROWS_WITH(y.mark_input(2, EdgeRole::skip), Catch::Contains("mark_input") && Catch::Contains("has 2 inputs"));
-  REQUIRE(std::string(to_string(EdgeRole::branch_out)) == "branch-out");
+  REQUIRE_THROWS_WITH(split_skip_branch(w), Catch::Contains("no edge tagged skip_edge"));
+  REQUIRE_THROWS_WITH(y.mark_input(2, skip_edge), Catch::Contains("mark_input") && Catch::Contains("has 2 inputs"));
+  REQUIRE(std::string(edge_tag_name(branch_out_edge)) == "branch-out");
   REQUIRE(std::string(to_string(EdgePath::branch_in)) == "branch-in");
 }
 
@@ -227,7 +228,7 @@ TEST_CASE("to_dot: one cluster per block with nested sublayers, edges labelled w
     for (std::size_t k = 0; k + 1 < positions.size(); ++k) {
       INFO(positions[k].name);
       const Var& s = positions[k].value;
-      const analysis::PathSplit split = analysis::split_gradient(s);
+      const SkipBranch split = split_skip_branch(s);
       REQUIRE(dot.find("|g| " + num(norm(s.grad())) + "\\nskip " + num(norm(split.skip)) + " | branch " +
                        num(norm(split.branch)) + "\"") != std::string::npos);
       // The one op that reads s along the skip path: the add, or deepnorm's alpha * s.

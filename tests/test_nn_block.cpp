@@ -51,8 +51,8 @@ TEST_CASE("a block labels its residual stream on the tape and marks its adds", "
     for (const auto& [sum, skip, branch] : {std::tuple{block.last.attn_sum, block.last.attn_skip, block.last.attn_branch},
                                             std::tuple{block.last.mlp_sum, block.last.mlp_skip, block.last.mlp_branch}}) {
       REQUIRE(sum.entry().inputs == std::vector<int>{skip.index(), branch.index()});
-      REQUIRE(tape.role(sum.index(), 0) == EdgeRole::skip);
-      REQUIRE(tape.role(sum.index(), 1) == EdgeRole::branch_out);
+      REQUIRE(tape.tag(sum.index(), 0) == skip_edge);
+      REQUIRE(tape.tag(sum.index(), 1) == branch_out_edge);
     }
     const std::string listing = tape.listing();
     REQUIRE(listing.find("blocks.1.mid") != std::string::npos);
@@ -76,8 +76,8 @@ TEST_CASE("B2T: y = N2(h + MLP(h) + x), the connection from the bottom marked as
   // The MLP's skip is h + x, both edges skips; B2T has no final norm.
   const Entry& skip = block.last.mlp_skip.entry();
   REQUIRE(skip.inputs == std::vector<int>{block.last.mid.index(), x.index()});
-  REQUIRE(tape.role(block.last.mlp_skip.index(), 0) == EdgeRole::skip);
-  REQUIRE(tape.role(block.last.mlp_skip.index(), 1) == EdgeRole::skip);
+  REQUIRE(tape.tag(block.last.mlp_skip.index(), 0) == skip_edge);
+  REQUIRE(tape.tag(block.last.mlp_skip.index(), 1) == skip_edge);
   REQUIRE(block.last.mlp_skip.entry().label == "blocks.0.mlp_skip");
   REQUIRE_FALSE(TransformerLM(test::gradcheck_config("b2t")).has_final_norm());
 }
@@ -155,8 +155,8 @@ TEST_CASE("Admin multiplies each skip elementwise by its omega, a parameter [d] 
   REQUIRE((block.last.attn_skip.value() == Array(x.value() * block.admin_attn.value())));
   REQUIRE((block.last.mlp_skip.value() == Array(block.last.mid.value() * block.admin_mlp.value())));
   REQUIRE(block.last.attn_skip.entry().label == "blocks.0.attn_skip");
-  REQUIRE(tape.role(block.last.attn_skip.index(), 0) == EdgeRole::skip);  // x -> omega (.) x: the skip path
-  REQUIRE(tape.role(block.last.attn_skip.index(), 1) == EdgeRole::none);  // omega, a parameter
+  REQUIRE(tape.tag(block.last.attn_skip.index(), 0) == skip_edge);  // x -> omega (.) x: the skip path
+  REQUIRE(tape.tag(block.last.attn_skip.index(), 1) == EdgeTag{});  // omega, a parameter
 }
 
 TEST_CASE("a ReZero block is the identity at init", "[nn][block][rezero]") {

@@ -11,6 +11,7 @@
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"
 #include "engine/tools/inspect.hpp"
+#include "nn/residual_edges.hpp"
 
 namespace test_nn_interventions {  // one namespace per test file: the files compile in groups
 
@@ -31,7 +32,7 @@ std::unique_ptr<TransformerLM> model_of(const std::string& member, const Interve
 }
 
 // Where a block's norm reads its input and writes its output: (input, output) per norm, in forward order.
-// A norm site read off the BlockTrace here, independently of nn::NormSite (which nn records itself).
+// A norm site read off the BlockTrace here, independently of nn::NormTrace (which nn records itself).
 struct SiteUnderTest {
   const NormLayer* norm;
   Var in, out;

@@ -12,7 +12,7 @@
 #include "nn/io/json.hpp"
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"
-#include "engine/tools/inspect.hpp"
+#include "nn/residual_edges.hpp"
 
 namespace test_nn_zoo {  // one namespace per test file: the files compile in groups
 
@@ -37,13 +37,32 @@ ModelConfig applied(const std::string& spec) {
 }  // namespace
 
 TEST_CASE("each axis parses its names and prints them back", "[nn][zoo][config]") {
-  for (Placement p : {Placement::post, Placement::pre, Placement::peri, Placement::mixln, Placement::b2t, Placement::out})
-    REQUIRE(parse_placement(to_string(p)) == p);
+  // The registry (nn/kinds.cpp): row i is the kind of value i, and every name reads back as its kind.
+  for (std::size_t i = 0; i < placement_kinds().size(); ++i) {
+    const PlacementKind& k = placement_kinds()[i];
+    REQUIRE(static_cast<std::size_t>(k.placement) == i);
+    REQUIRE(&kind_of(k.placement) == &k);
+    REQUIRE(placement_names()[i] == k.name);
+    REQUIRE(parse_placement(to_string(k.placement)) == k.placement);
+    for (const std::string& alias : k.aliases) REQUIRE(parse_placement(alias) == k.placement);
+  }
+  for (std::size_t i = 0; i < norm_kinds().size(); ++i) {
+    const NormKind& k = norm_kinds()[i];
+    REQUIRE(static_cast<std::size_t>(k.norm) == i);
+    REQUIRE(norm_names()[i] == k.name);
+    REQUIRE(parse_norm(to_string(k.norm)) == k.norm);
+    REQUIRE((k.make(4, 0.5) == nullptr) == (k.norm == Norm::none));  // only none makes no norm
+  }
+  for (std::size_t i = 0; i < residual_kinds().size(); ++i) {
+    const ResidualKind& k = residual_kinds()[i];
+    REQUIRE(static_cast<std::size_t>(k.residual) == i);
+    REQUIRE(residual_names()[i] == k.name);
+    REQUIRE(parse_residual(to_string(k.residual)) == k.residual);
+  }
+  REQUIRE(placement_names() == std::vector<std::string>{"post", "pre", "peri", "mixln", "b2t", "out"});
   REQUIRE(parse_placement("sandwich") == Placement::peri);
-  for (Norm n : {Norm::layer, Norm::rms, Norm::dyt, Norm::none}) REQUIRE(parse_norm(to_string(n)) == n);
-  for (Residual r : {Residual::none, Residual::deepnorm, Residual::admin, Residual::rezero, Residual::lns})
-    REQUIRE(parse_residual(to_string(r)) == r);
-  for (Init i : {Init::xavier, Init::gpt2}) REQUIRE(parse_init(to_string(i)) == i);
+  for (const std::string& name : init_names()) REQUIRE(to_string(parse_init(name)) == name);
+  for (const std::string& name : qk_norm_names()) REQUIRE(to_string(parse_qk_norm(name)) == name);
   REQUIRE_THROWS_WITH(parse_placement("deepnorm"),
                       Catch::Contains("unknown placement 'deepnorm'") && Catch::Contains("b2t"));
   REQUIRE_THROWS_WITH(parse_norm("batch"), "norm: unknown norm 'batch' (valid: layer, rms, dyt, none)");
@@ -129,13 +148,13 @@ TEST_CASE("bad placement specs are one-line errors naming the spec and the valid
   }
   // 6 x 4 x 5 = 120 triples: 44 are built, each of the other 76 is refused with a reason.
   std::size_t refused_count = 0;
-  for (int p = 0; p < 6; ++p)
-    for (int n = 0; n < 4; ++n)
-      for (int r = 0; r < 5; ++r) {
+  for (const PlacementKind& p : placement_kinds())
+    for (const NormKind& n : norm_kinds())
+      for (const ResidualKind& r : residual_kinds()) {
         ModelConfig t;
-        t.placement = static_cast<Placement>(p);
-        t.norm = static_cast<Norm>(n);
-        t.residual = static_cast<Residual>(r);
+        t.placement = p.placement;
+        t.norm = n.norm;
+        t.residual = r.residual;
         refused_count += !refusal(t).empty();
       }
   REQUIRE(refused_count == 76);

@@ -8,13 +8,14 @@
 
 #include "engine/engine.hpp"
 #include "nn/layernorm.hpp"
+#include "nn/residual_edges.hpp"
 
 using namespace gs;
 
-// s + f(s), with its two input edges marked as a Transformer block marks them (nn/block.cpp): the
+// s + f(s), with its two input edges tagged as a Transformer block tags them (nn/block.cpp): the
 // printers and gs-tape show which gradient came along the skip and which through the branch.
 Var residual(const Var& skip, const Var& branch, Site site = Site::current()) {
-  return add(skip, branch, site).mark_input(0, EdgeRole::skip, site).mark_input(1, EdgeRole::branch_out, site);
+  return add(skip, branch, site).mark_input(0, nn::skip_edge, site).mark_input(1, nn::branch_out_edge, site);
 }
 
 // A next step: reset() keeps the emptied entries for reuse, and the printers must show only the new

@@ -79,7 +79,7 @@ def _length(begin, end, limit, what):
 MAX_DIMS = 32                # xtensor arrays of gradscope have at most 4 dimensions
 MAX_ELEMENTS = 1 << 31       # 16 GiB of doubles: more than any run here can hold
 MAX_STRING = 1 << 16         # op names, labels, scopes, parameter names, file names
-MAX_LIST = 1 << 16           # an entry's inputs, roles and contributions
+MAX_LIST = 1 << 16           # an entry's inputs, tags and contributions
 
 
 def _read(pointer, count):
@@ -140,6 +140,14 @@ def _vector(val):
     impl = _strip(val)["_M_impl"]
     start, finish = impl["_M_start"], impl["_M_finish"]
     return _read(start, _length(start, finish, MAX_LIST, "a std::vector"))
+
+
+def _tag_ids(val):
+    """The ids of a std::vector<gs::EdgeTag> as a Python list: an EdgeTag is one unsigned char, its id."""
+    impl = _strip(val)["_M_impl"]
+    byte = gdb.lookup_type("unsigned char").pointer()
+    start, finish = impl["_M_start"].cast(byte), impl["_M_finish"].cast(byte)
+    return _read(start, _length(start, finish, MAX_LIST, "the edge tags"))
 
 
 def _shape(array):
@@ -426,7 +434,9 @@ def _int_array(values):
     return gdb.Value(struct.pack("<%di" % len(values), *values), int_t.array(len(values) - 1))
 
 
-_ROLES = {0: "none", 1: "skip", 2: "branch-out"}  # gs::EdgeRole, as to_string(EdgeRole) names them
+# gs::EdgeTag ids, named as nn/residual_edges.hpp names them (edge_tag_name): the engine gives a tag no
+# meaning, nn's residual blocks give these two.
+_TAGS = {0: "none", 1: "skip", 2: "branch-out"}
 
 
 def _entry_fields(e):
@@ -440,9 +450,9 @@ def _entry_fields(e):
     inputs = [int(i) for i in _vector(e["inputs"])]
     if inputs:
         fields.append(("inputs", _int_array(inputs)))
-        roles = [_ROLES.get(int(r), "?") for r in _vector(e["roles"])]
-        if roles:  # what a module marked each input edge (Var::mark_input): the residual's skip and branch
-            fields.append(("roles", "{" + ", ".join(roles) + "}"))
+        tags = [_TAGS.get(int(t), "?") for t in _tag_ids(e["tags"])]
+        if tags:  # what a block marked each input edge (Var::mark_input): the residual's skip and branch
+            fields.append(("tags", "{" + ", ".join(tags) + "}"))
     fields.append(("requires_grad", e["requires_grad"]))
     fields.append(("has_grad", e["has_grad"]))
     if bool(e["has_grad"]):
@@ -463,7 +473,7 @@ def _entry_fields(e):
 
 
 class EntryPrinter:
-    """gs::Entry: op, label, module scope, site, value, inputs and their roles, and the gradient (with
+    """gs::Entry: op, label, module scope, site, value, inputs and their tags, and the gradient (with
     the contributions summed into it, when kept) once it has one."""
 
     def __init__(self, val):

@@ -1,7 +1,7 @@
 // The check of exercise 11, for the student: scripts/exercise 11 (docs/coursework.md#ex11)
 #include <string>
 
-#include "engine/tools/inspect.hpp"
+#include "nn/residual_edges.hpp"
 #include "ex11_skip_branch.hpp"
 #include "exercise.hpp"
 #include "engine/engine.hpp"
@@ -23,11 +23,11 @@ void require_same_split(const std::string& placement) {
   L.backward();
   int forks = 0;
   for (int s = 0; s < static_cast<int>(tape.size()); ++s) {
-    if (!is_stream_fork(tape, s) || !tape.entry(s).has_grad) continue;
+    if (!nn::is_stream_fork(tape, s) || !tape.entry(s).has_grad) continue;
     ++forks;
     INFO(placement << ": tape index " << s << " (" << tape.entry(s).op << " " << tape.entry(s).label << ")");
     const gs::coursework::SkipBranchParts yours = gs::coursework::skip_branch_split(tape, s);
-    const SkipBranch engine = split_skip_branch(Var(tape, s, tape.generation()));
+    const nn::SkipBranch engine = nn::split_skip_branch(Var(tape, s, tape.generation()));
     REQUIRE_CLOSE(yours.skip, engine.skip, 1e-12, 1e-15);
     REQUIRE_CLOSE(yours.branch, engine.branch, 1e-12, 1e-15);
     REQUIRE_CLOSE(yours.skip + yours.branch, tape.entry(s).grad, 1e-12, 1e-15);
@@ -45,7 +45,7 @@ EXERCISE_CASE("ex11", "skip/branch split: a tape without contributions is refuse
   Tape tape;
   TapeScope scope(tape);
   Var x = tape.leaf(test::randn({2, 3}, 1));
-  Var y = add(x, tanh(x)).mark_input(0, EdgeRole::skip);
+  Var y = add(x, tanh(x)).mark_input(0, nn::skip_edge);
   sum(y).backward();  // keep_contributions is off
   try {
     gs::coursework::skip_branch_split(tape, x.index());

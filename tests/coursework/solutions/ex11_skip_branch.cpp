@@ -1,6 +1,6 @@
 // Reference solution of exercise 11 (docs/coursework.md#ex11).
 #include "../ex11_skip_branch.hpp"
-#include "engine/tools/inspect.hpp"
+#include "nn/residual_edges.hpp"
 
 #include <algorithm>
 #include <string>
@@ -18,7 +18,7 @@ SkipBranchParts skip_branch_split(const Tape& tape, int s) {
   std::vector<int> skip_readers;  // the entries that read s along a skip edge
   for (int j = s + 1; j < static_cast<int>(tape.size()); ++j)
     for (std::size_t k = 0; k < tape.entry(j).inputs.size(); ++k)
-      if (tape.entry(j).inputs[k] == s && tape.role(j, k) == EdgeRole::skip) skip_readers.push_back(j);
+      if (tape.entry(j).inputs[k] == s && tape.tag(j, k) == nn::skip_edge) skip_readers.push_back(j);
   SkipBranchParts parts{xt::zeros_like(e.value), xt::zeros_like(e.value)};
   for (const Contribution& c : e.contributions) {
     const bool skip = std::find(skip_readers.begin(), skip_readers.end(), c.from) != skip_readers.end();
