@@ -85,7 +85,7 @@ TEST_CASE("two shards written and merged give back every result bit for bit", "[
     write_shard(dir / std::to_string(k), g, Shard{k, 2}.cells(g.size()), mine, "test", Shard{k, 2}, "--seeds=3");
   }
   // JSON has no NaN or infinity: they are strings that say which, never null.
-  const std::string text = nn::read_file(dir / "1" / shard_file);
+  const std::string text = gs::nn::read_file(dir / "1" / shard_file);
   REQUIRE(text.find("null") == std::string::npos);
   REQUIRE(text.find("\"-inf\"") != std::string::npos);
   REQUIRE(text.find("\"nan:0x7ff8000000000123\"") != std::string::npos);
