@@ -7,8 +7,15 @@
 //   };
 //   NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WarmupRun, losses, final_loss, verdict)  // its JSON in a shard
 //
-//   const auto runs = run_steps<WarmupRun>(ex, grid, steps, [&](const Cell& c, Tick& tick) { ... });
-//   if (!runs) return;  // a --shard run: its cells are in --out/shard.json, the tables come from --merge
+//   void run(Experiment& ex, const Options& o) {
+//     Grid grid;
+//     grid.axis("placement", ex.placements).axis("lr", labels(o.lrs)).axis("seed", labels(ex.seed_list()));
+//     const auto runs = run_steps<WarmupRun>(ex, grid, o.steps, [&](const Cell& c, Tick& tick) {
+//       return train(ex.cell_model(c), o.lrs[c["lr"]], tick);  // train the model of cell c, measure it
+//     });
+//     if (!runs) return;  // a --shard run: its cells are in --out/shard.json, the tables come from --merge
+//     ... print tables from (*runs)[grid.cell({p, l, s})] or seeds_of(*runs, grid, {p, l}) ...
+//   }
 //
 // The results are measured here (on --jobs threads, each with its own tape); or, with --shard K/N,
 // only the shard's cells are, written to --out/shard.json, and nothing is returned (the binary prints

@@ -1,27 +1,14 @@
 // What every binary's main() builds on: the process set-up, the shared flags (flags.hpp), the one error
 // catch, and the loop over a grid's cells on --jobs threads with one progress line, sharded with
-// --shard K/N and merged with --merge DIR1,DIR2,... (docs/grids.md). A grid binary is then:
+// --shard K/N and merged with --merge DIR1,DIR2,... (docs/grids.md; a grid binary's run(), its result
+// struct and run_cells: cells.hpp). A binary's main() is then:
 //
-//   struct SharpnessRun { std::vector<double> lambdas; double final_loss = NAN; };  // what one cell measures
-//   NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SharpnessRun, lambdas, final_loss)           // its JSON in a shard
-//
-//   void run(Experiment& ex, const Options& o) {
-//     Grid grid;
-//     grid.axis("placement", ex.placements).axis("lr", labels(o.lrs)).axis("seed", labels(ex.seed_list()));
-//     const auto runs = run_cells<SharpnessRun>(ex, grid, "cells", nullptr, [&](const Cell& c, Tick&) {
-//       return measure(ex.cell_model(c), o.lrs[c["lr"]]);  // train the model of cell c, measure it
-//     });
-//     if (!runs) return;  // a shard: its cells are in --out/shard.json, the tables come from --merge
-//     ... print tables from (*runs)[grid.cell({p, l, s})] or seeds_of(*runs, grid, {p, l}) ...
-//   }
 //   int main(int argc, char** argv) {
 //     Experiment ex("sharpness", "...", "out/sharpness");   // model and grid flags
 //     Options o;
 //     add_flag(ex.app, "--lrs", o.lrs, "peak learning rates");  // its range: the row "--lrs" of the table
 //     return ex.main(argc, argv, [&] { run(ex, o); });
 //   }
-//
-// run_cells and its forms run_steps and run_depths are in cells.hpp.
 #pragma once
 
 #include <chrono>

@@ -1,19 +1,15 @@
 #include "experiments/lib/shard_values.hpp"
 
 #include <cmath>
-#include <cstdio>
 
 #include "engine/error.hpp"
+#include "experiments/lib/stats.hpp"
 
 namespace gs::experiments {
 
 namespace {
 
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
+std::string number_text(double v) { return fmt(v, 17); }  // every digit: the value exactly as the file has it
 
 bool is_loss(const std::string& name) { return name == "loss" || name == "losses" || name == "final_loss" || name == "init_loss"; }
 bool is_step(const std::string& name) { return name == "blew_up" || name == "steps"; }
