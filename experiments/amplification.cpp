@@ -71,16 +71,7 @@ struct AmplificationRun {
   Amplification a{};
 };
 
-// A cell's record: one number named after each measure ("random_all_logits", ...).
-Record to_record(const AmplificationRun& run) {
-  Record r;
-  for (std::size_t m = 0; m < n_measures; ++m) r.set(measure_name(m), run.a[m]);
-  return r;
-}
-
-void from_record(const Record& r, AmplificationRun& run) {
-  for (std::size_t m = 0; m < n_measures; ++m) run.a[m] = r.get(measure_name(m));
-}
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AmplificationRun, a)  // its JSON in a shard: "a", one number per measure
 
 // ---- one model ----
 
@@ -343,7 +334,7 @@ int main(int argc, char** argv) {
     for (unsigned seed : ex.seed_list()) data.emplace_back(mo.vocab, mo.batch, mo.seq, seed);
     Grid grid;
     grid.axis("placement", ex.placements).axis("layers", labels(depths)).axis("seed", labels(ex.seed_list()));
-    const auto runs = ex.run_depths<AmplificationRun>(grid, [&](const Cell& c, Tick&) {
+    const auto runs = run_depths<AmplificationRun>(ex, grid, [&](const Cell& c, Tick&) {
       ModelOptions o = ex.cell_model(c);
       if (c["seed"] == 0) ex.record_init_pass(c.index, grid.describe(c.index), o.config(), data[c["seed"]].batch(0));
       const AmplificationRun r = measure(o.config(), data[c["seed"]], eps, batches);

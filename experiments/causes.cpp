@@ -225,16 +225,8 @@ struct CausesRun {
   double update_ratio = NAN;  // of the first update with lr > 0
 };
 
-Record to_record(const CausesRun& run) {
-  return {{"losses", run.losses}, {"final_loss", {run.final_loss}}, {"verdict", {static_cast<double>(run.verdict)}},
-          {"grad_ratio", {run.grad_ratio}}, {"ln_rms", {run.ln_rms}}, {"ln_gain", {run.ln_gain}},
-          {"grad_over_eps", {run.grad_over_eps}}, {"update_ratio", {run.update_ratio}}};
-}
-
-void from_record(const Record& r, CausesRun& run) {
-  run = {r.list("losses"), r.get("final_loss"), static_cast<Verdict>(r.get("verdict")), r.get("grad_ratio"),
-         r.get("ln_rms"), r.get("ln_gain"), r.get("grad_over_eps"), r.get("update_ratio")};
-}
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CausesRun, losses, final_loss, verdict, grad_ratio, ln_rms, ln_gain, grad_over_eps,
+                                   update_ratio)
 
 // The mean over the parameter tensors with |W| > 0 of |after - before| / |before|.
 double update_ratio(const std::vector<Array>& before, const nn::TransformerLM& model) {
@@ -446,7 +438,7 @@ void run(Experiment& ex, CausesOptions& o) {
   print_setup(ex, o, corpus, rows.size());
   Grid grid;
   grid.axis("placement", ex.placements).axis("variant", names).axis("seed", labels(ex.seed_list()));
-  const auto runs = ex.run_steps<CausesRun>(grid, o.steps, [&](const Cell& c, Tick& tick) {
+  const auto runs = run_steps<CausesRun>(ex, grid, o.steps, [&](const Cell& c, Tick& tick) {
     return run_one(ex.cell_model(c), rows[c["variant"]], corpus, o, tick);
   });
   if (!runs) return;

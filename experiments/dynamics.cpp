@@ -55,6 +55,13 @@
 #include "analysis/stream_split.hpp"
 #include "experiments/lib/interrupt.hpp"
 
+// A step's measures as JSON, for a run's steps in a shard (step_measures.hpp has none of its own).
+namespace gs::analysis {
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepRecord, loss, lr, grad_norm, output_move, layer_grad, ln_rms, ln_gain, update_ratio,
+                                   att_entropy, att_logit_max, log_z_mean, log_z_max, logit_rms, spectral_ratio, loss_change,
+                                   loss_linear, token_share)
+}  // namespace gs::analysis
+
 namespace {
 
 struct DynamicsOptions : TrainingOptions {  // --steps 300 --eval-batches 20 --clip 0 --margin 0.05
@@ -81,43 +88,7 @@ struct DynamicsRun {
   Verdict verdict = Verdict::diverged;
 };
 
-// A step's numbers, and its lists (a value per site: layer, LN, group, head), by their names in a record.
-const std::pair<const char*, double StepRecord::*> step_numbers[] = {
-    {"loss", &StepRecord::loss}, {"lr", &StepRecord::lr}, {"grad_norm", &StepRecord::grad_norm},
-    {"output_move", &StepRecord::output_move}, {"log_z_mean", &StepRecord::log_z_mean},
-    {"log_z_max", &StepRecord::log_z_max}, {"logit_rms", &StepRecord::logit_rms},
-    {"loss_change", &StepRecord::loss_change}, {"loss_linear", &StepRecord::loss_linear},
-    {"token_share", &StepRecord::token_share}};
-const std::pair<const char*, std::vector<double> StepRecord::*> step_lists[] = {
-    {"grad", &StepRecord::layer_grad}, {"ln_rms", &StepRecord::ln_rms}, {"ln_gain", &StepRecord::ln_gain},
-    {"update", &StepRecord::update_ratio}, {"att_entropy", &StepRecord::att_entropy},
-    {"att_logit_max", &StepRecord::att_logit_max}, {"spectral", &StepRecord::spectral_ratio}};
-std::string site_key(const char* list, std::size_t j) { return list + ("." + std::to_string(j)); }
-
-// A run as a grid cell's record: one list per number of the steps ("loss"), and per site of a list ("grad.0").
-Record to_record(const DynamicsRun& run) {
-  Record r;
-  r.set("steps", static_cast<double>(run.steps.size()));
-  for (const StepRecord& s : run.steps) {
-    for (const auto& [name, x] : step_numbers) r.push(name, s.*x);
-    for (const auto& [name, list] : step_lists)
-      for (std::size_t j = 0; j < (s.*list).size(); ++j) r.push(site_key(name, j), (s.*list)[j]);
-  }
-  r.set("final_loss", run.final_loss);
-  r.set("verdict", static_cast<double>(run.verdict));
-  return r;
-}
-
-void from_record(const Record& r, DynamicsRun& run) {
-  run = {std::vector<StepRecord>(static_cast<std::size_t>(r.get("steps"))), r.get("final_loss"),
-         static_cast<Verdict>(r.get("verdict"))};
-  for (std::size_t i = 0; i < run.steps.size(); ++i) {
-    for (const auto& [name, x] : step_numbers) run.steps[i].*x = r.list(name).at(i);
-    for (const auto& [name, list] : step_lists)
-      for (std::size_t j = 0; r.has(site_key(name, j)); ++j)
-        (run.steps[i].*list).push_back(r.list(site_key(name, j)).at(i));
-  }
-}
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DynamicsRun, steps, final_loss, verdict)
 
 // The early-window measures of the update just taken (d = W now - W before): its spectral size per
 // block, and the loss change on the step's own batch, L(W + d) - L(W) (one more forward pass), against
@@ -569,7 +540,7 @@ void run(Experiment& ex, DynamicsOptions& o) {
       "each number: mean ± std over the seeds; 'step t' = the t-th update, 'last N' = mean over the last N steps\n");
   Grid grid;
   grid.axis("placement", ex.placements).axis("warmup", labels(o.warmups)).axis("seed", labels(ex.seed_list()));
-  const auto cells = ex.run_steps<DynamicsRun>(grid, o.steps, [&](const Cell& c, Tick& tick) {
+  const auto cells = run_steps<DynamicsRun>(ex, grid, o.steps, [&](const Cell& c, Tick& tick) {
     return run_one(ex.cell_model(c), o.warmups[c["warmup"]], corpus, o, tick, ex, c);
   });
   if (!cells) return;

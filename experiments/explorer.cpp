@@ -12,7 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "experiments/lib/demo_run.hpp"
+#include "experiments/demo_run.hpp"
 #include "explorer/html_flags.hpp"
 #include "explorer/page.hpp"
 #include "explorer/recorder.hpp"

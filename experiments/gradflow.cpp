@@ -38,22 +38,7 @@ struct FlowRun {
   std::map<std::string, double> model;                // model-level group -> |dL/dW|_F
 };
 
-// A cell's record: "loss", "block.<group>" (one value per block) and "model.<group>".
-Record to_record(const FlowRun& run) {
-  Record r;
-  r.set("loss", run.loss);
-  for (const auto& [group, values] : run.blocks) r.set("block." + group, values);
-  for (const auto& [group, value] : run.model) r.set("model." + group, value);
-  return r;
-}
-
-void from_record(const Record& r, FlowRun& run) {
-  run = {r.get("loss"), {}, {}};
-  for (const auto& [name, values] : r.quantities()) {
-    if (name.rfind("block.", 0) == 0) run.blocks[name.substr(6)] = values;
-    if (name.rfind("model.", 0) == 0) run.model[name.substr(6)] = r.get(name);
-  }
-}
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FlowRun, loss, blocks, model)
 
 FlowRun measure(const nn::ModelConfig& config, const nn::Batch& batch) {
   nn::TransformerLM model(config);
@@ -334,7 +319,7 @@ int main(int argc, char** argv) {
     for (unsigned seed : ex.seed_list()) batches.push_back(MarkovBatches(mo.vocab, mo.batch, mo.seq, seed).batch(0));
     Grid grid;
     grid.axis("placement", ex.placements).axis("layers", labels(all)).axis("seed", labels(ex.seed_list()));
-    const auto runs = ex.run_depths<FlowRun>(grid, [&](const Cell& c, Tick&) {
+    const auto runs = run_depths<FlowRun>(ex, grid, [&](const Cell& c, Tick&) {
       ModelOptions o = ex.cell_model(c);
       if (c["seed"] == 0) ex.record_init_pass(c.index, grid.describe(c.index), o.config(), batches[c["seed"]]);
       return measure(o.config(), batches[c["seed"]]);

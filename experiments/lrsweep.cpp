@@ -119,16 +119,8 @@ struct SweepRun {
   std::vector<double> losses, att_logit_max, att_entropy_min, log_z_mean, logit_rms;
 };
 
-Record to_record(const SweepRun& run) {
-  return {{"init_loss", {run.init_loss}}, {"final_loss", {run.final_loss}}, {"blew_up", {static_cast<double>(run.blew_up)}},
-          {"losses", run.losses}, {"att_logit_max", run.att_logit_max}, {"att_entropy_min", run.att_entropy_min},
-          {"log_z_mean", run.log_z_mean}, {"logit_rms", run.logit_rms}};
-}
-
-void from_record(const Record& r, SweepRun& run) {
-  run = {r.get("init_loss"), r.get("final_loss"), static_cast<std::size_t>(r.get("blew_up")), r.list("losses"),
-         r.list("att_logit_max"), r.list("att_entropy_min"), r.list("log_z_mean"), r.list("logit_rms")};
-}
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SweepRun, init_loss, final_loss, blew_up, losses, att_logit_max, att_entropy_min,
+                                   log_z_mean, logit_rms)
 
 // One run. With --html, the first seed's run is recorded for the explorer page.
 SweepRun run_one(ModelOptions m, const Variant& v, const nn::Corpus& corpus, double lr, const SweepOptions& so,
@@ -357,7 +349,7 @@ void run(Experiment& ex, SweepOptions& so, const OptimizerSetup& opt) {
               corpus.floor, ex.jobs);
   Grid grid;
   grid.axis("variant", so.variants).axis("lr", labels(so.lrs)).axis("seed", labels(ex.seed_list()));
-  const auto runs = ex.run_steps<SweepRun>(grid, so.steps, [&](const Cell& c, Tick& tick) {
+  const auto runs = run_steps<SweepRun>(ex, grid, so.steps, [&](const Cell& c, Tick& tick) {
     return run_one(ex.cell_model(c), variants[c["variant"]], corpus, so.lrs[c["lr"]], so, opt, tick, ex, c);
   });
   if (!runs) return;

@@ -30,7 +30,7 @@
 #include "analysis/curvature.hpp"
 #include "analysis/eigen.hpp"
 #include "experiments/lib/graph.hpp"
-#include "experiments/lib/sharpness_report.hpp"
+#include "experiments/sharpness_report.hpp"
 #include "nn/data/markov.hpp"
 
 namespace {
@@ -228,7 +228,7 @@ void run(Experiment& ex, SharpnessOptions& go) {
   grid.axis("seed", labels(ex.seed_list()));
   const auto cost = [&](const Cell&) { return 2 * scopes.size() * measured_steps(go).size(); };
   InitMeasurements init;
-  const auto runs = ex.run_cells<SharpnessRun>(grid, "lambda_max estimates", cost, [&](const Cell& c, Tick& tick) {
+  const auto runs = run_cells<SharpnessRun>(ex, grid, "lambda_max estimates", cost, [&](const Cell& c, Tick& tick) {
     const ModelOptions m = ex.cell_model(c);
     const SharpnessRun at_init = init.get(m.placement + " " + std::to_string(m.seed), [&] { return measure_init(m, corpus, go, tick); });
     return run_one(m, corpus, go.lrs[c["lr"]], go.warmups[c["warmup"]], go, at_init, tick);

@@ -47,17 +47,7 @@ struct StreamRun {
 };
 using Quantity = std::vector<double> StreamRun::*;  // one of its lists: &StreamRun::rms, ...
 
-// A cell's record: a list named after each list of the run, "loss" and "check".
-Record to_record(const StreamRun& run) {
-  return {{"loss", {run.loss}}, {"rms", run.rms}, {"l2", run.l2}, {"total", run.total}, {"move", run.move},
-          {"skip", run.skip}, {"branch", run.branch}, {"ratio", run.ratio}, {"skip_vs_next", run.skip_vs_next},
-          {"check", {run.check}}};
-}
-
-void from_record(const Record& r, StreamRun& run) {
-  run = {r.get("loss"), r.list("rms"), r.list("l2"), r.list("total"), r.list("move"), r.list("skip"),
-         r.list("branch"), r.list("ratio"), r.list("skip_vs_next"), r.get("check")};
-}
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StreamRun, loss, rms, l2, total, move, skip, branch, ratio, skip_vs_next, check)
 
 // The pass on `batch`, with the tape keeping every contribution.
 StreamRun measure(nn::TransformerLM& model, const nn::Batch& batch) {
@@ -407,8 +397,8 @@ int main(int argc, char** argv) {
       }
     Grid grid;
     grid.axis("layers", labels(depths)).axis("placement", ex.placements).axis("seed", labels(ex.seed_list()));
-    const auto runs = ex.run_cells<StreamRun>(
-        grid, "layers", [&](const Cell& c) { return depths[c["layers"]] * (1 + steps); },
+    const auto runs = run_cells<StreamRun>(
+        ex, grid, "layers", [&](const Cell& c) { return depths[c["layers"]] * (1 + steps); },
         [&](const Cell& c, Tick&) {
           ModelOptions o = ex.cell_model(c);
           nn::TransformerLM model(o.config());

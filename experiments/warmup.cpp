@@ -39,15 +39,7 @@ struct WarmupRun {
   Verdict verdict = Verdict::diverged;
 };
 
-Record to_record(const WarmupRun& run) {
-  return {{"losses", run.losses}, {"final_loss", {run.final_loss}}, {"blew_up", {static_cast<double>(run.blew_up)}},
-          {"verdict", {static_cast<double>(run.verdict)}}};
-}
-
-void from_record(const Record& r, WarmupRun& run) {
-  run = {r.list("losses"), r.get("final_loss"), static_cast<std::size_t>(r.get("blew_up")),
-         static_cast<Verdict>(r.get("verdict"))};
-}
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WarmupRun, losses, final_loss, blew_up, verdict)
 
 // One run of the grid: a fresh model, Adam(0.9, 0.98), --steps steps, then the held-out loss.
 // With --html, the first seed's run is recorded for the explorer page.
@@ -273,7 +265,7 @@ void run(Experiment& ex, GridOptions& go) {
   Grid grid;
   grid.axis("dataset", go.datasets).axis("placement", ex.placements).axis("warmup", labels(go.warmups));
   grid.axis("lr", labels(go.lrs)).axis("seed", labels(ex.seed_list()));
-  const auto runs = ex.run_steps<WarmupRun>(grid, go.steps, [&](const Cell& c, Tick& tick) {
+  const auto runs = run_steps<WarmupRun>(ex, grid, go.steps, [&](const Cell& c, Tick& tick) {
     return run_one(ex.cell_model(c), corpora[c["dataset"]], go.lrs[c["lr"]], go.warmups[c["warmup"]], go, tick, ex, c);
   });
   if (!runs) return;

@@ -1,7 +1,5 @@
 #include "explorer/recorder.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -9,13 +7,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "analysis/step_measures.hpp"
 #include "explorer/dot.hpp"
+#include "explorer/spawn.hpp"
 #include "engine/tape.hpp"
+#include "engine/tools/inspect.hpp"
+#include "nn/io/atomic_file.hpp"
 #include "nn/residual_edges.hpp"
 
 namespace gs::explorer {
@@ -82,35 +83,27 @@ std::string module_group(const std::string& name) {
 
 namespace {
 
-// Graphviz's SVG of a DOT text, without the XML prologue and comments. Throws gs::Error if dot fails.
-std::string render_svg(const std::string& dot) {
+// Graphviz's SVG of a DOT text, without the XML prologue and comments; nothing when dot is not on
+// PATH. Throws gs::Error if dot fails.
+std::optional<std::string> render_svg(const std::string& dot) {
   namespace fs = std::filesystem;
-  // mkstemps creates a new file under a fresh name (O_EXCL): the remove below deletes only that file.
-  std::string name = (fs::temp_directory_path() / "gradscope-explorer-XXXXXX.dot").string();
-  const int fd = ::mkstemps(name.data(), 4);
-  if (fd < 0) throw Error("explorer: cannot create a temporary file " + name + ": " + std::strerror(errno));
+  // mkdtemp creates a new directory under a fresh name: the remove_all below deletes only what is ours.
+  std::string name = (fs::temp_directory_path() / "gradscope-explorer-XXXXXX").string();
+  if (!::mkdtemp(name.data())) throw Error("explorer: cannot create a temporary directory " + name + ": " + std::strerror(errno));
   const fs::path tmp = name;
-  for (std::size_t done = 0; done < dot.size();) {
-    const ssize_t wrote = ::write(fd, dot.data() + done, dot.size() - done);
-    if (wrote <= 0) {
-      ::close(fd);
-      fs::remove(tmp);
-      throw Error("explorer: cannot write " + tmp.string());
-    }
-    done += static_cast<std::size_t>(wrote);
+  std::string svg, log;
+  int status = 0;
+  try {
+    nn::write_file_atomically(tmp / "graph.dot", dot);
+    status = spawn_and_wait({"dot", "-Tsvg", "graph.dot"}, tmp, "graph.svg", "dot.log");
+    if (status != 127) svg = nn::read_file(tmp / "graph.svg"), log = nn::read_file(tmp / "dot.log");
+  } catch (...) {
+    fs::remove_all(tmp);
+    throw;
   }
-  ::close(fd);
-  const std::string command = "dot -Tsvg '" + tmp.string() + "' 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::string svg;
-  if (pipe) {
-    char buf[65536];
-    for (std::size_t got; (got = std::fread(buf, 1, sizeof buf, pipe)) > 0;) svg.append(buf, got);
-  }
-  const int status = pipe ? ::pclose(pipe) : -1;
-  fs::remove(tmp);
-  if (status != 0)
-    throw Error("explorer: `" + command + "` failed (status " + std::to_string(status) + "): " + svg.substr(0, 300));
+  fs::remove_all(tmp);
+  if (status == 127) return std::nullopt;
+  if (status != 0) throw Error("explorer: dot -Tsvg failed (status " + std::to_string(status) + "): " + log.substr(0, 300));
   const std::size_t start = svg.find("<svg");
   if (start == std::string::npos) throw Error("explorer: dot wrote no <svg> element");
   std::string out;
@@ -147,8 +140,6 @@ std::string stream_layout(const std::string& dot, const GraphView& view) {
   if (close == std::string::npos) throw Error("explorer: to_dot wrote no closing brace");
   return dot.substr(0, close) + extra + dot.substr(close);
 }
-
-bool dot_available() { return std::system("command -v dot > /dev/null 2>&1") == 0; }
 
 double rms(const Array& x) { return norm(x) / std::sqrt(static_cast<double>(std::max<std::size_t>(1, x.size()))); }
 
@@ -231,14 +222,16 @@ void RunRecorder::record_graph(std::size_t step, const Tape& tape, double loss) 
       run_.graph_note = "The tape has " + std::to_string(tape.size()) + " entries, more than the " +
                         std::to_string(options_.max_graph_entries) +
                         " the graph view draws (about 4 layers): this run shows charts only.";
-    } else if (!options_.draw || !dot_available()) {
-      run_.graph_note = options_.draw ? "Graphviz's dot is not on PATH (apt-get install graphviz): no graph."
-                                      : "The graph was not drawn for this run.";
+    } else if (!options_.draw) {
+      run_.graph_note = "The graph was not drawn for this run.";
     } else {
       explorer::DotOptions dot;
       dot.legend = false;
       dot.svg_ids = true;
-      run_.graph = GraphData{*view_, render_svg(stream_layout(explorer::to_dot(tape, dot), *view_)), {}};
+      if (std::optional<std::string> svg = render_svg(stream_layout(explorer::to_dot(tape, dot), *view_)))
+        run_.graph = GraphData{*view_, std::move(*svg), {}};
+      else
+        run_.graph_note = "Graphviz's dot is not on PATH (apt-get install graphviz): no graph.";
     }
   }
   if (run_.graph) run_.graph->snapshots.push_back(read_snapshot(tape, *view_, step, loss, options_.bins));

@@ -17,7 +17,7 @@
 #include <regex>
 #include <string>
 
-#include "experiments/lib/demo_run.hpp"
+#include "experiments/demo_run.hpp"
 #include "explorer/page.hpp"
 #include "nn/io/atomic_file.hpp"
 

@@ -1,13 +1,18 @@
 // The grid of the experiment harness (experiments/lib/grid.hpp): cells in order, the last axis
-// fastest; shards that partition the cells; records that a shard writes and a merge reads back bit for
-// bit, NaN and infinities included; and the merges it refuses.
+// fastest; shards that partition the cells; results that a shard writes (shard.hpp) and a merge reads
+// back bit for bit, NaN and infinities included; and the merges it refuses.
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 #include "check.hpp"
 #include "experiments/lib/grid.hpp"
+#include "experiments/lib/shard.hpp"
+#include "nn/io/atomic_file.hpp"
 
 namespace test_experiments_grid {  // one namespace per test file: the files compile in groups
 
@@ -56,36 +61,55 @@ TEST_CASE("shards partition the cells", "[experiments][grid]") {
   REQUIRE(Shard{3, 3}.cells(11) == std::vector<std::size_t>{2, 5, 8});
 }
 
-TEST_CASE("two shards written and merged give back every record bit for bit", "[experiments][grid]") {
+// A cell's result as a grid experiment has one: a struct and its JSON line.
+struct Measured {
+  double value = 0.0;
+  std::vector<double> curve;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Measured, value, curve)
+
+std::uint64_t bits(double v) { return std::bit_cast<std::uint64_t>(v); }
+
+TEST_CASE("two shards written and merged give back every result bit for bit", "[experiments][grid]") {
   const Grid g = small_grid();
   const double odd[] = {0.1 + 0.2, -0.0, std::numeric_limits<double>::denorm_min(), 1e308 * 10, -1e308 * 10,
-                        std::nan(""), -std::nan(""), 1.0 / 3.0};
-  std::vector<Record> records(g.size());
-  for (std::size_t c = 0; c < g.size(); ++c) {
-    records[c].set("value", odd[c % 8] * static_cast<double>(c + 1));
-    records[c].set("curve", {odd[(c + 1) % 8], odd[(c + 2) % 8], 2.5});
-  }
+                        std::nan(""), -std::nan(""), 1.0 / 3.0, std::bit_cast<double>(std::uint64_t{0x7ff8000000000123})};
+  std::vector<Measured> results(g.size());
+  for (std::size_t c = 0; c < g.size(); ++c)
+    results[c] = {odd[c % 9] * static_cast<double>(c + 1), {odd[(c + 1) % 9], odd[(c + 2) % 9], 2.5}};
   const fs::path dir = fs::temp_directory_path() / "gradscope_test_grid_shards";
   fs::remove_all(dir);
-  for (std::size_t k = 1; k <= 2; ++k)
-    write_shard(dir / std::to_string(k), g, Shard{k, 2}.cells(g.size()), records, "test", Shard{k, 2}, "--seeds=3");
+  for (std::size_t k = 1; k <= 2; ++k) {
+    std::vector<nlohmann::json> mine;
+    for (std::size_t c : Shard{k, 2}.cells(g.size())) mine.push_back(results[c]);
+    write_shard(dir / std::to_string(k), g, Shard{k, 2}.cells(g.size()), mine, "test", Shard{k, 2}, "--seeds=3");
+  }
+  // JSON has no NaN or infinity: they are strings that say which, never null.
+  const std::string text = gs::nn::read_file(dir / "1" / shard_file);
+  REQUIRE(text.find("null") == std::string::npos);
+  REQUIRE(text.find("\"-inf\"") != std::string::npos);
+  REQUIRE(text.find("\"nan:0x7ff8000000000123\"") != std::string::npos);
+
   const std::vector<std::string> both = {(dir / "2").string(), (dir / "1").string()};
-  const std::vector<Record> back = read_shards(both, g, "test", "--seeds=3");
-  for (std::size_t c = 0; c < g.size(); ++c)
-    for (const auto& [name, values] : records[c].quantities()) {
-      INFO("cell " << c << " " << name);
-      REQUIRE(back[c].list(name).size() == values.size());
-      for (std::size_t i = 0; i < values.size(); ++i)
-        REQUIRE(std::bit_cast<std::uint64_t>(back[c].list(name)[i]) == std::bit_cast<std::uint64_t>(values[i]));
-    }
-  REQUIRE_THROWS_WITH(read_shards({(dir / "1").string()}, g, "test", "--seeds=3"), Catch::Contains("shard 2 of 2 is missing"));
-  REQUIRE_THROWS_WITH(read_shards(both, g, "test", "--seeds=4"), Catch::Contains("with the flags '--seeds=3'"));
-  REQUIRE_THROWS_WITH(read_shards(both, g, "other", "--seeds=3"), Catch::Contains("measured by test"));
-  REQUIRE_THROWS_WITH(read_shards({(dir / "1").string(), (dir / "1").string()}, g, "test", "--seeds=3"),
+  const nlohmann::json blank = Measured{};
+  const std::vector<MergedCell> back = read_shards(both, g, "test", "--seeds=3", blank);
+  for (std::size_t c = 0; c < g.size(); ++c) {
+    INFO("cell " << c);
+    const Measured m = back[c].result.get<Measured>();
+    REQUIRE(bits(m.value) == bits(results[c].value));
+    REQUIRE(m.curve.size() == 3);
+    for (std::size_t i = 0; i < 3; ++i) REQUIRE(bits(m.curve[i]) == bits(results[c].curve[i]));
+  }
+  REQUIRE(back[7].origin == "--merge " + (dir / "2").string() + ": cell 7 (pre, lr 0.001, seed 1)");
+  REQUIRE_THROWS_WITH(read_shards({(dir / "1").string()}, g, "test", "--seeds=3", blank), Catch::Contains("shard 2 of 2 is missing"));
+  REQUIRE_THROWS_WITH(read_shards(both, g, "test", "--seeds=4", blank), Catch::Contains("with the flags '--seeds=3'"));
+  REQUIRE_THROWS_WITH(read_shards(both, g, "other", "--seeds=3", blank), Catch::Contains("measured by test"));
+  REQUIRE_THROWS_WITH(read_shards({(dir / "1").string(), (dir / "1").string()}, g, "test", "--seeds=3", blank),
                       Catch::Contains("both hold shard 1"));
+  REQUIRE_THROWS_WITH(read_shards({dir.string()}, g, "test", "--seeds=3", blank), Catch::Contains("holds no shard.json"));
   Grid other;
   other.axis("placement", {"post", "peri"}).axis("lr", g.labels(1)).axis("seed", {"0", "1", "2"});
-  REQUIRE_THROWS_WITH(read_shards(both, other, "test", "--seeds=3"), Catch::Contains("has placement pre"));
+  REQUIRE_THROWS_WITH(read_shards(both, other, "test", "--seeds=3", blank), Catch::Contains("has placement pre"));
   fs::remove_all(dir);
 }
 

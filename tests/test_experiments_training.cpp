@@ -1,4 +1,4 @@
-// The verdicts of experiments/lib/training.hpp and the grid's parallel_for (grid.hpp) on real training
+// The verdicts of experiments/lib/training.hpp and the grid's parallel_for (threads.hpp) on real training
 // runs: exact, deterministic facts only.
 #include <cmath>
 #include <vector>
@@ -6,7 +6,7 @@
 #include "check.hpp"
 #include "tiny_run.hpp"
 #include "engine/engine.hpp"
-#include "experiments/lib/grid.hpp"
+#include "experiments/lib/threads.hpp"
 #include "experiments/lib/training.hpp"
 
 namespace test_experiments_training {  // one namespace per test file: the files compile in groups

@@ -11,6 +11,7 @@
 #include "check.hpp"
 #include "engine/engine.hpp"
 #include "explorer/dot.hpp"
+#include "explorer/spawn.hpp"
 #include "experiments/lib/graph.hpp"
 #include "analysis/stream_split.hpp"
 #include "nn/io/atomic_file.hpp"
@@ -299,6 +300,25 @@ TEST_CASE("write_model_graph (--graph) writes DOT, or SVG through dot, atomicall
     REQUIRE_THROWS_WITH(experiments::write_graph_file((dir / "g.svg").string(), dot), Catch::Contains("graphviz"));
   for (const auto& f : std::filesystem::directory_iterator(dir))  // no temporary file left behind
     REQUIRE(f.path().filename().string().find(".tmp") == std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// The one way dot and gnuplot are run: in a process group of its own (a terminal's Ctrl-C does not
+// reach it), its output where asked, a missing program as 127.
+TEST_CASE("spawn_and_wait runs a program in its own process group and waits for it", "[experiments][dot]") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gradscope_test_spawn";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // Field 5 of /proc/PID/stat is the process group: the child's is its own pid.
+  const std::string own_group = "read -r line < /proc/$$/stat; set -- $line; echo \"$1 $5\"; test \"$5\" = \"$1\"";
+  REQUIRE(explorer::spawn_and_wait({"sh", "-c", own_group}, dir, "out.txt", "err.txt") == 0);
+  const std::string ids = nn::read_file(dir / "out.txt");
+  INFO(ids);
+  REQUIRE(ids.size() > 2);
+  REQUIRE(explorer::spawn_and_wait({"sh", "-c", "echo no >&2; exit 3"}, dir, "", "err.txt") == 3);
+  REQUIRE(nn::read_file(dir / "err.txt") == "no\n");
+  REQUIRE(explorer::spawn_and_wait({"sh", "-c", "kill -TERM $$"}, dir) == 128 + 15);
+  REQUIRE(explorer::spawn_and_wait({"gradscope-no-such-program"}) == 127);
   std::filesystem::remove_all(dir);
 }
 

@@ -12,7 +12,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "experiments/lib/grid.hpp"
+#include "experiments/lib/shard.hpp"
 #include "io_helpers.hpp"
 #include "nn/io/checkpoint.hpp"
 #include "nn/io/npy.hpp"
@@ -370,43 +373,24 @@ TEST_CASE("a checkpoint holding a NaN weight is refused naming the tensor", "[re
   CHECK_FALSE(fs::exists(dir.path / "ck2"));
 }
 
-TEST_CASE("a merge refuses a shard whose cells.csv was changed, and a verdict that is no code", "[reliability][shards]") {
-  test::TempDir dir("shards");
-  using namespace gs::experiments;
-  Grid g;
-  g.axis("lr", {"0.01", "0.1"});
-  std::vector<Record> records(g.size());
-  for (std::size_t c = 0; c < g.size(); ++c) {
-    records[c].set("loss", 1.5 + static_cast<double>(c));
-    records[c].set("verdict", 0.0);
-  }
-  write_shard(dir.path / "s", g, Shard{1, 1}.cells(g.size()), records, "test", Shard{1, 1}, "");
-  REQUIRE(read_shards({(dir.path / "s").string()}, g, "test", "").size() == 2);
-  const fs::path cells = dir.path / "s" / "cells.csv";
-  std::string text = nn::read_file(cells);
-  const std::size_t at = text.find("1.5");
-  REQUIRE(at != std::string::npos);
-  test::overwrite(cells, text.substr(0, at) + "nan" + text.substr(at + 3));
-  CHECK_THROWS_WITH(read_shards({(dir.path / "s").string()}, g, "test", ""),
-                    Contains("cells.csv has SHA-256") && Contains("changed or corrupted"));
-  // A verdict code 7 with the checksum made to match: refused by its meaning.
-  text = nn::read_file((dir.path / "s" / "cells.csv"));
-  text = text.substr(0, text.rfind("verdict,0")) + "verdict,7\n";
-  test::overwrite(cells, text);
-  std::string meta = nn::read_file(dir.path / "s" / "shard.txt");
-  meta = meta.substr(0, meta.find("cells_sha256 ")) + "cells_sha256 " + nn::sha256_hex(text) + "\n";
-  test::overwrite(dir.path / "s" / "shard.txt", meta);
-  CHECK_THROWS_WITH(read_shards({(dir.path / "s").string()}, g, "test", ""), Contains("verdict 7, not a verdict code"));
-}
-
 namespace {
 
-// Rewrites cells.csv with `text` and shard.txt's checksum to match: a shard changed on purpose.
-void reseal_shard(const fs::path& dir, const std::string& text) {
-  test::overwrite(dir / "cells.csv", text);
-  std::string meta = nn::read_file(dir / "shard.txt");
-  meta = meta.substr(0, meta.find("cells_sha256 ")) + "cells_sha256 " + nn::sha256_hex(text) + "\n";
-  test::overwrite(dir / "shard.txt", meta);
+// A cell's result as a training grid writes it (warmup's, lrsweep's): the quantities --merge checks.
+struct TrainedCell {
+  std::vector<double> losses;
+  double final_loss = NAN;
+  std::size_t blew_up = 0;
+  int verdict = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrainedCell, losses, final_loss, blew_up, verdict)
+
+// Shard k of n of `results` (one per cell of `g`) into DIR.
+void write_test_shard(const fs::path& dir, const gs::experiments::Grid& g, std::size_t k, std::size_t n,
+                      const std::vector<TrainedCell>& results) {
+  const gs::experiments::Shard s{k, n};
+  std::vector<nlohmann::json> mine;
+  for (std::size_t c : s.cells(g.size())) mine.push_back(results[c]);
+  gs::experiments::write_shard(dir, g, s.cells(g.size()), mine, "test", s, "");
 }
 
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
@@ -417,40 +401,62 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 
 }  // namespace
 
+TEST_CASE("a merge refuses a shard file cut short, and a verdict that is no code", "[reliability][shards]") {
+  test::TempDir dir("shards");
+  using namespace gs::experiments;
+  Grid g;
+  g.axis("lr", {"0.01", "0.1"});
+  write_test_shard(dir.path / "s", g, 1, 1, {{{2.0}, 1.5, 0, 0}, {{2.0}, 2.5, 0, 0}});
+  const nlohmann::json blank = TrainedCell{};
+  REQUIRE(read_shards({(dir.path / "s").string()}, g, "test", "", blank).size() == 2);
+  const fs::path file = dir.path / "s" / shard_file;
+  const std::string text = nn::read_file(file);
+  test::overwrite(file, text.substr(0, text.size() / 2));
+  CHECK_THROWS_WITH(read_shards({(dir.path / "s").string()}, g, "test", "", blank),
+                    Contains("--merge " + (dir.path / "s").string() + ": shard.json is not JSON") && Contains("cut short or changed"));
+  test::overwrite(file, replaced(text, "\"verdict\":0", "\"verdict\":7"));
+  CHECK_THROWS_WITH(read_shards({(dir.path / "s").string()}, g, "test", "", blank), Contains("verdict 7, not a verdict code"));
+  test::overwrite(file, replaced(text, "\"verdict\":0", "\"verdict\":0,\"grad_ratio\":1"));
+  CHECK_THROWS_WITH(read_shards({(dir.path / "s").string()}, g, "test", "", blank),
+                    Contains("cell 0 (lr 0.01): grad_ratio is not a quantity this program measures"));
+}
+
 TEST_CASE("a merge checks every value as the run would have written it, naming the shard", "[reliability][shards]") {
   test::TempDir dir("shard-values");
   using namespace gs::experiments;
   Grid g;
   g.axis("lr", {"0.01", "0.1"});
-  std::vector<Record> records(g.size());
-  records[0] = {{"losses", {3.0, 2.5, 2.0}}, {"final_loss", {2.25}}, {"blew_up", {0.0}}, {"verdict", {0.0}}};
-  records[1] = {{"losses", {3.0, NAN}}, {"final_loss", {NAN}}, {"blew_up", {2.0}}, {"verdict", {2.0}}};
+  const std::vector<TrainedCell> results = {{{3.0, 2.5, 2.0}, 2.25, 0, 0}, {{3.0, NAN}, NAN, 2, 2}};
   const fs::path s1 = dir.path / "s1", s2 = dir.path / "s2";
-  write_shard(s1, g, Shard{1, 2}.cells(g.size()), records, "test", Shard{1, 2}, "");
-  write_shard(s2, g, Shard{2, 2}.cells(g.size()), records, "test", Shard{2, 2}, "");
+  write_test_shard(s1, g, 1, 2, results);
+  write_test_shard(s2, g, 2, 2, results);
   const std::vector<std::string> both = {s1.string(), s2.string()};
-  const std::vector<Record> merged = read_shards(both, g, "test", "");
-  CHECK(merged[1].get("blew_up") == 2.0);
-  // A quantity the report asks for and the shard lacks: the error names the shard and the cell.
-  CHECK_THROWS_WITH(merged[1].get("grad_ratio"), Contains("--merge " + s2.string() + ": cell 1 (lr 0.1): no quantity named grad_ratio"));
+  const nlohmann::json blank = TrainedCell{};
+  const std::vector<MergedCell> merged = read_shards(both, g, "test", "", blank);
+  CHECK(merged[1].result.get<TrainedCell>().blew_up == 2);
+  // A quantity the result has and the shard lacks: the error names the shard and the cell.
+  nlohmann::json more = blank;
+  more["grad_ratio"] = 0.0;
+  CHECK_THROWS_WITH(read_shards(both, g, "test", "", more),
+                    Contains("--merge " + s1.string() + ": cell 0 (lr 0.01): no quantity named grad_ratio"));
 
-  const std::string good1 = nn::read_file(s1 / "cells.csv"), good2 = nn::read_file(s2 / "cells.csv");
-  reseal_shard(s1, replaced(good1, "final_loss,2.25", "final_loss,-7"));
-  CHECK_THROWS_WITH(read_shards(both, g, "test", ""),
-                    Contains("--merge " + s1.string() + ": cells.csv row") && Contains("has final_loss -7, not a loss"));
-  reseal_shard(s1, replaced(good1, "blew_up,0", "blew_up,7"));
-  CHECK_THROWS_WITH(read_shards(both, g, "test", ""),
+  const std::string good1 = nn::read_file(s1 / shard_file), good2 = nn::read_file(s2 / shard_file);
+  test::overwrite(s1 / shard_file, replaced(good1, "\"final_loss\":2.25", "\"final_loss\":-7"));
+  CHECK_THROWS_WITH(read_shards(both, g, "test", "", blank),
+                    Contains("--merge " + s1.string() + ": cell 0 has final_loss -7, not a loss"));
+  test::overwrite(s1 / shard_file, replaced(good1, "\"blew_up\":0", "\"blew_up\":7"));
+  CHECK_THROWS_WITH(read_shards(both, g, "test", "", blank),
                     Contains("--merge " + s1.string() + ": cell 0 has blew_up 7 but 3 training losses"));
-  reseal_shard(s1, replaced(good1, "blew_up,0", "blew_up,0.5"));
-  CHECK_THROWS_WITH(read_shards(both, g, "test", ""), Contains("has blew_up 0.5, not a step number"));
-  reseal_shard(s1, good1);
-  reseal_shard(s2, replaced(good2, "verdict,2", "verdict,0"));
-  CHECK_THROWS_WITH(read_shards(both, g, "test", ""),
+  test::overwrite(s1 / shard_file, replaced(good1, "\"blew_up\":0", "\"blew_up\":0.5"));
+  CHECK_THROWS_WITH(read_shards(both, g, "test", "", blank), Contains("has blew_up 0.5, not a step number"));
+  test::overwrite(s1 / shard_file, good1);
+  test::overwrite(s2 / shard_file, replaced(good2, "\"verdict\":2", "\"verdict\":0"));
+  CHECK_THROWS_WITH(read_shards(both, g, "test", "", blank),
                     Contains("--merge " + s2.string() + ": cell 1 has blew_up 2 but verdict 0, not 2 (diverged)"));
-  reseal_shard(s2, replaced(good2, "final_loss,nan", "final_loss,2.5"));
-  CHECK_THROWS_WITH(read_shards(both, g, "test", ""), Contains("cell 1 has blew_up 2 but a final loss of 2.5"));
-  reseal_shard(s2, good2);
-  CHECK(read_shards(both, g, "test", "").size() == 2);
+  test::overwrite(s2 / shard_file, replaced(good2, "\"final_loss\":\"nan\"", "\"final_loss\":2.5"));
+  CHECK_THROWS_WITH(read_shards(both, g, "test", "", blank), Contains("cell 1 has blew_up 2 but a final loss of 2.5"));
+  test::overwrite(s2 / shard_file, good2);
+  CHECK(read_shards(both, g, "test", "", blank).size() == 2);
 }
 
 // ---- measurements that mean nothing, memory ----

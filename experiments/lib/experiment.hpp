@@ -20,6 +20,7 @@
 #include "engine/error.hpp"
 #include "engine/tape.hpp"
 #include "engine/var.hpp"
+#include "experiments/lib/cells.hpp"
 #include "experiments/lib/harness.hpp"
 #include "experiments/lib/report.hpp"
 #include "experiments/lib/training.hpp"

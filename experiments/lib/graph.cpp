@@ -3,15 +3,13 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <random>
 
 #include "engine/tape.hpp"
 #include "engine/var.hpp"
 #include "explorer/dot.hpp"
+#include "explorer/spawn.hpp"
 #include "experiments/lib/outputs.hpp"
-#include "experiments/lib/report.hpp"
 #include "nn/data/markov.hpp"
 #include "nn/io/atomic_file.hpp"
 #include "nn/io/ownership.hpp"
@@ -47,19 +45,19 @@ void write_graph_file(const std::string& file, const std::string& unsigned_dot, 
   const std::string format = path.extension() == ".svg" ? "svg" : path.extension() == ".png" ? "png" : "";
   if (format.empty()) return nn::write_file_atomically(path, dot);
 
-  if (std::system("command -v dot > /dev/null 2>&1") != 0)
-    throw Error("--graph " + file + ": drawing ." + format +
-                " needs Graphviz's dot, which is not on PATH (apt-get install graphviz), or name a .dot file");
   const std::string tmp = file + ".tmp-" + std::to_string(::getpid());
   nn::write_file_atomically(tmp + ".dot", dot);
-  const std::string command =
-      "dot -T" + format + " -o " + shell_quote(tmp) + " " + shell_quote(tmp + ".dot") + " 2>&1";
-  const int status = std::system(command.c_str());
+  // dot in a process group of its own (spawn.hpp): a Ctrl-C reaches this process, not the drawing.
+  const std::vector<std::string> command = {"dot", "-T" + format, "-o", tmp, tmp + ".dot"};
+  const int status = explorer::spawn_and_wait(command);
   fs::remove(tmp + ".dot");
-  if (status != 0) {
-    fs::remove(tmp);
-    throw Error("--graph " + file + ": `" + command + "` failed (exit status " + std::to_string(status) + ")");
-  }
+  if (status != 0) fs::remove(tmp);
+  if (status == 127)
+    throw Error("--graph " + file + ": drawing ." + format +
+                " needs Graphviz's dot, which is not on PATH (apt-get install graphviz), or name a .dot file");
+  if (status != 0)
+    throw Error("--graph " + file + ": `dot -T" + format + " -o " + tmp + " " + tmp + ".dot` failed (exit status " +
+                std::to_string(status) + ")");
   fs::rename(tmp, path);  // atomic: a reader sees the old file or the whole new one
 }
 

@@ -9,7 +9,9 @@
 #include "experiments/lib/graph.hpp"
 #include "experiments/lib/interrupt.hpp"
 #include "experiments/lib/memory.hpp"
-#include "experiments/lib/report.hpp"
+#include "experiments/lib/stats.hpp"
+#include "experiments/lib/shard.hpp"
+#include "experiments/lib/threads.hpp"
 #include "experiments/lib/training.hpp"
 #include "experiments/lib/outputs.hpp"
 #include "nn/data/markov.hpp"
@@ -157,23 +159,20 @@ std::string Experiment::grid_flags() const {
   return flags;
 }
 
-std::optional<std::vector<Record>> Experiment::run_records(const Grid& grid, const std::string& unit, const CostFn& cost,
-                                                           const std::function<Record(const Cell&, Tick&)>& measure) {
-  if (!merge.empty()) return read_shards(merge, grid, program, grid_flags());
+std::vector<std::size_t> Experiment::measure_cells(const Grid& grid, const std::string& unit, const CostFn& cost,
+                                                   const std::function<void(const Cell&, Tick&)>& measure) {
   std::fflush(stdout);  // what the binary printed comes before the progress line (on stderr)
-  const Shard s = shard.empty() ? Shard{} : parse_shard(shard);
-  const std::vector<std::size_t> cells = s.cells(grid.size());
+  const std::vector<std::size_t> cells = (shard.empty() ? Shard{} : parse_shard(shard)).cells(grid.size());
   std::size_t total = 0;
   for (std::size_t c : cells) total += cost ? cost(Cell{&grid, c}) : 1;
   Progress progress(program, total, unit);
-  std::vector<Record> records(grid.size());
   parallel_for(cells.size(), jobs, [&](std::size_t i) {
     const Cell cell{&grid, cells[i]};
     Tick tick(progress, grid.describe(cell.index));
     const std::string outcome = "; no tables or files of the grid written";
     if (interrupt_signal()) throw Interrupted(interrupt_signal(), 0, " before cell " + tick.cell() + outcome);
     try {
-      records[cell.index] = measure(cell, tick);
+      measure(cell, tick);
     } catch (const Interrupted& e) {
       if (!e.detail.empty()) throw;
       throw Interrupted(e.signal, e.step, " of cell " + tick.cell() + outcome);
@@ -182,12 +181,7 @@ std::optional<std::vector<Record>> Experiment::run_records(const Grid& grid, con
     progress.advance(units - std::min(units, tick.done), tick.cell());
   });
   progress.finish();
-  if (shard.empty()) return records;
-  write_shard(out, grid, cells, records, program, s, grid_flags());
-  std::printf("%s: shard %zu/%zu: %zu of the grid's %zu cells measured, written to %s/cells.csv; the tables: %s --merge "
-              "DIR1,DIR2,... with the same flags\n",
-              program.c_str(), s.k, s.n, cells.size(), grid.size(), out.c_str(), program.c_str());
-  return std::nullopt;
+  return cells;
 }
 
 ModelOptions Experiment::cell_model(const Cell& cell) const {

@@ -1,20 +1,8 @@
 // What every binary's main() builds on: the process set-up, the shared flags (flags.hpp), the one error
 // catch, and the loop over a grid's cells on --jobs threads with one progress line, sharded with
-// --shard K/N and merged with --merge DIR1,DIR2,... (docs/grids.md). A grid binary is then:
+// --shard K/N and merged with --merge DIR1,DIR2,... (docs/grids.md; a grid binary's run(), its result
+// struct and run_cells: cells.hpp). A binary's main() is then:
 //
-//   struct SharpnessRun { std::vector<double> lambdas; double final_loss; };  // what one cell measures
-//   Record to_record(const SharpnessRun& run);                  // a cell's line in a shard's cells.csv
-//   void from_record(const Record& r, SharpnessRun& run);       // and back, for --merge
-//
-//   void run(Experiment& ex, const Options& o) {
-//     Grid grid;
-//     grid.axis("placement", ex.placements).axis("lr", labels(o.lrs)).axis("seed", labels(ex.seed_list()));
-//     const auto runs = ex.run_cells<SharpnessRun>(grid, "cells", nullptr, [&](const Cell& c, Tick&) {
-//       return measure(ex.cell_model(c), o.lrs[c["lr"]]);  // train the model of cell c, measure it
-//     });
-//     if (!runs) return;  // a shard: its cells are in --out/cells.csv, the tables come from --merge
-//     ... print tables from (*runs)[grid.cell({p, l, s})] or seeds_of(*runs, grid, {p, l}) ...
-//   }
 //   int main(int argc, char** argv) {
 //     Experiment ex("sharpness", "...", "out/sharpness");   // model and grid flags
 //     Options o;
@@ -120,33 +108,13 @@ class Experiment {
   std::vector<unsigned> seed_list() const;  // --seed, --seed + 1, ..., --seed + --seeds - 1
   bool sharded() const { return !shard.empty(); }
 
-  // Every cell's run: measured here (on --jobs threads, each with its own tape), or read from the
-  // shards of --merge. In a --shard run only the shard's cells are measured and written to --out;
-  // then it returns nothing, and the binary prints no tables. measure returns a Run, which goes into a
-  // cell's Record by to_record(const Run&) and comes back by from_record(const Record&, Run&), the pair
-  // the experiment defines beside its Run. Every run comes back through the pair, measured here or
-  // merged: the tables see the same numbers either way. Returns the runs in cell order.
-  template <class Run>
-  std::optional<std::vector<Run>> run_cells(const Grid& grid, const std::string& unit, const CostFn& cost,
-                                            const std::function<Run(const Cell&, Tick&)>& measure) {
-    const auto records = run_records(grid, unit, cost, [&](const Cell& c, Tick& tick) { return to_record(measure(c, tick)); });
-    if (!records) return std::nullopt;
-    std::vector<Run> runs(grid.size());
-    for (std::size_t c = 0; c < grid.size(); ++c) from_record(records->at(c), runs[c]);
-    return runs;
-  }
-  // run_cells for a grid of training runs of `steps` steps each: the progress line counts steps.
-  template <class Run>
-  std::optional<std::vector<Run>> run_steps(const Grid& grid, std::size_t steps,
-                                            const std::function<Run(const Cell&, Tick&)>& measure) {
-    return run_cells<Run>(grid, "steps", [steps](const Cell&) { return steps; }, measure);
-  }
-  // run_cells for a depth scan (a grid with the axis "layers"): a cell costs its depth, the progress
-  // line counts layers.
-  template <class Run>
-  std::optional<std::vector<Run>> run_depths(const Grid& grid, const std::function<Run(const Cell&, Tick&)>& measure) {
-    return run_cells<Run>(grid, "layers", [this](const Cell& c) { return cell_model(c).layers; }, measure);
-  }
+  // The loop over a grid's cells that run_cells (cells.hpp) calls: measures this process's cells (all
+  // of them, or --shard's) on --jobs threads, each with its own tape, with one progress line counting
+  // cost(cell) units of each (null: 1), and returns them in cell order. A signal stops it before its next
+  // cell (Interrupted: no tables, no files of the grid written).
+  std::vector<std::size_t> measure_cells(const Grid& grid, const std::string& unit, const CostFn& cost,
+                                         const std::function<void(const Cell&, Tick&)>& measure);
+  std::string grid_flags() const;  // the flags given that decide the numbers (not --out, --jobs, ...): a shard's identity
   // The model flags with the cell's placement (its label on the axis "placement"), seed (--seed plus
   // its index on the axis "seed") and depth (its label on the axis "layers"), for the axes the grid has.
   ModelOptions cell_model(const Cell& cell) const;
@@ -173,10 +141,6 @@ class Experiment {
   explorer::HtmlOptions html;  // --html --html-add --snapshot-steps
 
  private:
-  // run_cells on Records: every cell's record, measured or merged, or nothing in a --shard run.
-  std::optional<std::vector<Record>> run_records(const Grid& grid, const std::string& unit, const CostFn& cost,
-                                                 const std::function<Record(const Cell&, Tick&)>& measure);
-  std::string grid_flags() const;  // the flags given that decide the numbers (not --out, --jobs, ...)
   // "" or why a flag given does not apply to this run: --mixln-post without a mixln placement, --dyt-alpha
   // without a DyT norm, an Adam hyperparameter with --optimizer sgd, --hold not less than --steps.
   std::string inapplicable_flag() const;

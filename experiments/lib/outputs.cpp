@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -169,6 +170,49 @@ void check_output_dir(const fs::path& dir, std::string_view flag, const nn::Outp
   }
   nn::check_creatable(dir, flag);
   lock_output(dir, flag, tag.program);  // every check passed: a second run is refused from here on
+}
+
+// ---- the --out directory of a grid while its files are written ----
+
+namespace {
+std::mutex watched_mutex;
+std::filesystem::path watched_dir;  // "" when no directory is watched
+std::string watched_program;
+bool marked = false;
+}  // namespace
+
+void watch_output(const std::filesystem::path& dir, const std::string& program) {
+  std::lock_guard<std::mutex> lock(watched_mutex);
+  watched_dir = std::filesystem::absolute(dir).lexically_normal();
+  watched_program = program;
+  marked = false;
+}
+
+void mark_writing(const std::filesystem::path& path) {
+  std::lock_guard<std::mutex> lock(watched_mutex);
+  if (watched_dir.empty() || marked) return;
+  const std::filesystem::path p = std::filesystem::absolute(path).lexically_normal();
+  const auto [end, rest] = std::mismatch(watched_dir.begin(), watched_dir.end(), p.begin(), p.end());
+  if (end != watched_dir.end()) return;  // not inside the watched directory
+  nn::write_file_atomically(watched_dir / incomplete_marker,
+                            "gradscope " + watched_program + " was writing the files of this folder when it stopped "
+                            "(a signal or an error): some may be from this run and some from an earlier one, some "
+                            "missing. Run it again to complete them; a run that completes removes this file.\n");
+  marked = true;
+}
+
+bool output_complete() {
+  std::lock_guard<std::mutex> lock(watched_mutex);
+  if (!watched_dir.empty()) std::filesystem::remove(watched_dir / incomplete_marker);
+  const bool was = marked;
+  watched_dir.clear();
+  marked = false;
+  return was;
+}
+
+bool output_marked_incomplete() {
+  std::lock_guard<std::mutex> lock(watched_mutex);
+  return marked;
 }
 
 }  // namespace gs::experiments

@@ -8,9 +8,11 @@
 // "PID PROGRAM". A second run asking for the same output is refused at once, naming the holder; the
 // kernel releases the lock however the process ends, a normal exit removes the file, and a file left
 // by a process that is gone is taken over with a note on stderr.
+// While a grid writes into --out, an INCOMPLETE file there says that its files are not all of one run yet.
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <string_view>
 
 #include "nn/io/ownership.hpp"
@@ -24,5 +26,15 @@ std::filesystem::path claim_output_dir(const std::filesystem::path& dir, std::st
 void remove_unused_output_dir(const std::filesystem::path& dir, const std::filesystem::path& created);
 void check_output_dir(const std::filesystem::path& dir, std::string_view flag, const nn::OutputTag& tag);
 void lock_output(const std::filesystem::path& target, std::string_view flag, std::string_view program);
+
+// The --out directory of a grid while its files are written (Experiment::main calls these). The first
+// file this process writes inside `dir` (a table, a plot, a CSV) first puts INCOMPLETE into it, which
+// output_complete() removes once every file is written: an interrupted or failed run leaves the folder
+// as it was (nothing written yet) or marked. output_complete returns whether the marker had been written.
+inline constexpr const char* incomplete_marker = "INCOMPLETE";
+void watch_output(const std::filesystem::path& dir, const std::string& program);
+void mark_writing(const std::filesystem::path& path);
+bool output_complete();
+bool output_marked_incomplete();
 
 }  // namespace gs::experiments

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/eigen.hpp"
 #include "analysis/curvature.hpp"
 #include "experiments/lib/grid.hpp"
@@ -45,10 +47,7 @@ struct SharpnessRun {
   std::size_t blew_up = 0;                              // the 1-based step whose training loss was NaN/Inf, 0: none
   Verdict verdict = Verdict::diverged;
 };
-// A run as a cell's record ("steps", "lr", "loss", "H<j>", "H<j>.res", "P<j>", "P<j>.res", "final_loss",
-// "blew_up", "verdict"), and back.
-Record to_record(const SharpnessRun& run);
-void from_record(const Record& r, SharpnessRun& run);
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SharpnessRun, steps, lr, loss, H, H_res, P, P_res, final_loss, blew_up, verdict)
 
 // The tables, CSVs and plots of every run of a grid with the axes placement, warmup, lr, seed.
 void report_sharpness(const std::vector<SharpnessRun>& runs, const Grid& grid, const SharpnessOptions& go,

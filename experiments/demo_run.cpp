@@ -1,4 +1,4 @@
-#include "experiments/lib/demo_run.hpp"
+#include "experiments/demo_run.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -7,7 +7,7 @@
 
 #include "engine/tape.hpp"
 #include "engine/var.hpp"
-#include "experiments/lib/grid.hpp"
+#include "experiments/lib/threads.hpp"
 #include "experiments/lib/interrupt.hpp"
 #include "experiments/lib/training.hpp"
 #include "nn/optim.hpp"

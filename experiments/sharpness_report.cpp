@@ -1,4 +1,4 @@
-#include "experiments/lib/sharpness_report.hpp"
+#include "experiments/sharpness_report.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,28 +12,6 @@
 namespace gs::experiments {
 
 using namespace gs::analysis;
-
-Record to_record(const SharpnessRun& run) {
-  Record r = {{"steps", run.steps}, {"lr", run.lr}, {"loss", run.loss}, {"final_loss", {run.final_loss}},
-              {"blew_up", {static_cast<double>(run.blew_up)}}, {"verdict", {static_cast<double>(run.verdict)}}};
-  for (std::size_t j = 0; j < run.H.size(); ++j) {
-    const std::string h = "H" + std::to_string(j), p = "P" + std::to_string(j);
-    r.set(h, run.H[j]), r.set(h + ".res", run.H_res[j]), r.set(p, run.P[j]), r.set(p + ".res", run.P_res[j]);
-  }
-  return r;
-}
-
-void from_record(const Record& r, SharpnessRun& run) {
-  run = {r.list("steps"), r.list("lr"), r.list("loss"), {}, {}, {}, {}, r.get("final_loss"),
-         static_cast<std::size_t>(r.get("blew_up")), static_cast<Verdict>(r.get("verdict"))};
-  static const std::vector<double> none;
-  auto list = [&](const std::string& name) -> const std::vector<double>& { return r.has(name) ? r.list(name) : none; };
-  for (std::size_t j = 0; r.has("H" + std::to_string(j)); ++j) {
-    const std::string h = "H" + std::to_string(j), p = "P" + std::to_string(j);
-    run.H.push_back(list(h)), run.H_res.push_back(list(h + ".res"));
-    run.P.push_back(list(p)), run.P_res.push_back(list(p + ".res"));
-  }
-}
 
 namespace {
 
