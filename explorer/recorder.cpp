@@ -15,7 +15,6 @@
 #include "explorer/dot.hpp"
 #include "explorer/spawn.hpp"
 #include "engine/tape.hpp"
-#include "engine/tools/inspect.hpp"
 #include "nn/io/atomic_file.hpp"
 #include "nn/residual_edges.hpp"
 
