@@ -201,8 +201,8 @@ TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra fi
     write_npy(f, Array{1.0, 2.0, 3.0});
     test::reseal(c);
     REQUIRE_THROWS_WITH(load_checkpoint(c, target, config), Catch::Contains("'blocks.1.attn.k.bias'") &&
-                                                                Catch::Contains(f.string()) && Catch::Contains("(3,)") &&
-                                                                Catch::Contains("(8,)"));
+                                                                Catch::Contains(f.string()) &&
+                                                                Catch::Contains("not the 192 of a float64 .npy of shape (8,)"));
   }
   SECTION("corrupt file") {
     refresh();

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/error.hpp"
+#include "nn/io/atomic_file.hpp"
 #include "nn/io/config_json.hpp"
 #include "nn/io/directory_write.hpp"
 #include "nn/io/json.hpp"
@@ -21,9 +22,7 @@ namespace {
 
 constexpr const char* format_name = "gradscope checkpoint";
 
-std::string slot_file(const std::string& slot, const std::string& parameter) {
-  return "optimizer/" + slot + "/" + parameter + ".npy";
-}
+std::string slot_file(const std::string& slot, const std::string& parameter) { return "optimizer/" + slot + "/" + parameter + ".npy"; }
 
 // "" if every element is finite, else "NaN at element 3" (a diverged run is never a state to continue from).
 std::string non_finite(const Array& a) {
@@ -32,13 +31,11 @@ std::string non_finite(const Array& a) {
   return "";
 }
 
-// The "train" record must read back: finite numbers (nlohmann would write NaN as null), nested no
-// deeper than parse_json accepts.
-void check_record(const json& value, std::size_t depth) {
-  if (depth > json_max_depth) throw Error("the \"train\" record is nested deeper than " + std::to_string(json_max_depth) + " levels");
+// A "train" record must read back: no NaN or Inf (nlohmann would write null).
+void check_finite(const json& value) {
   if (value.is_number_float() && !std::isfinite(value.get<double>()))
     throw Error("the \"train\" record holds a number that is not finite (" + value.dump() + ")");
-  for (const json& element : value.is_structured() ? value : json::array()) check_record(element, depth + 1);
+  for (const json& element : value.is_structured() ? value : json::array()) check_finite(element);
 }
 
 std::string config_text(const std::vector<NamedParameter>& params, const ModelConfig& config, std::size_t step,
@@ -58,7 +55,7 @@ std::string config_text(const std::vector<NamedParameter>& params, const ModelCo
   }
   if (train) {
     if (!train->is_object()) throw Error("the \"train\" record is not a JSON object");
-    check_record(*train, 1);
+    check_finite(*train);
     doc["train"] = nlohmann::ordered_json(*train);
   }
   doc["parameters"] = nlohmann::ordered_json::object();
@@ -66,10 +63,8 @@ std::string config_text(const std::vector<NamedParameter>& params, const ModelCo
   return doc.dump(2) + "\n";  // throws on a string that is not UTF-8
 }
 
-// What config.json says, checked member by member; nlohmann's own errors (a member missing or of
-// another type) are caught by the caller.
+// config.json's members; a member missing or of another type is nlohmann's error, caught by the caller.
 void read_config(CheckpointInfo& info, const json& doc, const std::string& file) {
-  if (!doc.is_object()) throw Error(file + ": the document is not a JSON object");
   if (doc.at("format") != format_name) throw Error(file + ": format is not \"" + std::string(format_name) + "\"");
   if (const std::size_t v = json_count(doc.at("format_version"), "format_version", 0, 1 << 30, file); v != checkpoint_format_version)
     throw Error(file + ": format_version is " + std::to_string(v) + "; this gradscope reads version " +
@@ -77,8 +72,8 @@ void read_config(CheckpointInfo& info, const json& doc, const std::string& file)
   info.config = model_config_from_json(doc, file);
   info.step = json_count(doc.at("step"), "step", 0, SIZE_MAX, file);
   for (const auto& [name, dims] : doc.at("parameters").items()) {
-    Shape shape;
     if (!dims.is_array()) throw Error(file + ": parameters." + name + " is not an array of dimensions");
+    Shape shape;
     for (const json& d : dims) shape.push_back(json_count(d, "a dimension of parameters." + name, 0, std::size_t{1} << 40, file));
     info.parameters.push_back({name, shape});
   }
@@ -106,27 +101,24 @@ CheckpointInfo read_info(const fs::path& dir) {
   } catch (const json::exception& e) {
     throw Error(json_error(file, e));
   }
-  std::set<std::string> expected = {"config.json"};  // the files config.json implies
+  std::set<std::string> implied = {"config.json"};  // the files config.json implies: exactly the listed ones
   for (const auto& [name, shape] : info.parameters) {
-    expected.insert(name + ".npy");
-    for (const std::string& slot : info.optimizer_slots) expected.insert(slot_file(slot, name));
+    implied.insert(name + ".npy");
+    for (const std::string& slot : info.optimizer_slots) implied.insert(slot_file(slot, name));
   }
-  for (const std::string& name : expected)
-    if (!info.files->lists(name))
-      throw Error((dir / name).string() + " is missing from the manifest " + (dir / manifest_name).string());
+  for (const std::string& name : implied)
+    if (!info.files->lists(name)) throw Error((dir / name).string() + " is missing from the manifest " + (dir / manifest_name).string());
   for (const auto& [name, sha] : info.files->manifest().files)
-    if (!expected.count(name)) throw Error((dir / name).string() + " is listed in the manifest, but " + file + " implies no such file");
+    if (!implied.count(name)) throw Error((dir / name).string() + " is listed in the manifest, but " + file + " implies no such file");
   info.files->refuse_unlisted_files();
   return info;
 }
 
-// A .npy of the checkpoint: listed in the manifest with its SHA-256, of the expected shape, finite.
-Array read_array(const VerifiedDirectory& files, const std::string& name, const std::string& what, const Shape& expected) {
+// A .npy of the checkpoint: of the listed SHA-256, the expected shape, finite. Errors start with `what`.
+Array read_array(const VerifiedDirectory& files, const std::string& name, const std::string& what, const Shape& shape) {
   const std::string path = (files.dir() / name).string();
-  std::size_t bytes = sizeof(double);
-  for (std::size_t d : expected) bytes *= d;
   try {
-    const Array value = parse_npy_f8(files.read(name, bytes + 65536), path, expected);
+    const Array value = parse_npy_f8(files.read(name, default_read_limit), path, shape);
     if (const std::string bad = non_finite(value); !bad.empty())
       throw Error(path + " holds " + bad + " of " + std::to_string(value.size()) + "; a checkpoint holds finite numbers only");
     return value;
@@ -149,10 +141,8 @@ void check_fits(const CheckpointInfo& info, const std::vector<NamedParameter>& p
   const std::string file = (info.dir / "config.json").string();
   if (const std::string d = architecture_difference(info.config, config); !d.empty())
     throw Error(file + " describes another model: " + d + " (checkpoint, model)");
-  const std::map<std::string, Shape> saved(info.parameters.begin(), info.parameters.end());
-  std::set<std::string> names;
+  std::map<std::string, Shape> saved(info.parameters.begin(), info.parameters.end());
   for (const NamedParameter& p : params) {
-    names.insert(p.name);
     const auto it = saved.find(p.name);
     if (it == saved.end())
       throw Error("parameter '" + p.name + "' is missing: " + file + " lists no such parameter (no file " +
@@ -160,10 +150,11 @@ void check_fits(const CheckpointInfo& info, const std::vector<NamedParameter>& p
     if (it->second != p.parameter.shape())
       throw Error("parameter '" + p.name + "' in " + file + " has shape " + shape_str(it->second) + ", the model expects " +
                   shape_str(p.parameter.shape()));
+    saved.erase(it);
   }
-  for (const auto& [name, shape] : info.parameters)
-    if (!names.count(name))
-      throw Error((info.dir / (name + ".npy")).string() + " holds a parameter '" + name + "' that the model does not have");
+  if (!saved.empty())
+    throw Error((info.dir / (saved.begin()->first + ".npy")).string() + " holds a parameter '" + saved.begin()->first +
+                "' that the model does not have");
   if (!optimizer) return;
   if (info.optimizer.empty()) throw Error(file + " has no optimizer state to resume from");
   if (info.optimizer != optimizer->name())
