@@ -25,6 +25,7 @@
 #include "nn/io/checkpoint.hpp"
 #include "nn/io/checksum.hpp"
 #include "nn/io/config_json.hpp"
+#include "nn/io/json.hpp"
 
 using Clock = std::chrono::steady_clock;
 
@@ -97,21 +98,25 @@ const FlagKinds train_flag_kinds = {
 // A resumed run takes every flag from the checkpoint (unless given, then it must agree), and the same
 // data: a text file with the SHA-256 the checkpoint records.
 void restore_from_checkpoint(Experiment& ex, TrainOptions& o, const nn::CheckpointInfo& resumed) {
-  const nn::JsonField train = resumed.train();
-  if (!train.has("flags"))
+  const nlohmann::json& train = resumed.train();
+  if (!train.contains("flags"))
     throw Error("--resume " + o.resume + ": the checkpoint records no training flags (an earlier gradscope train saved "
                 "it), so its run cannot be continued exactly");
   const bool text_given = ex.app.get_option("--text")->count() > 0;
-  restore_flags(ex.app, train.at("flags"), train_flag_kinds, o.resume);
-  const std::string saved_text = train.at("flags").has("--text") ? train.at("flags").at("--text").as_string() : "";
-  if (text_given && saved_text.empty() && !o.corpus.text.empty())
-    throw Error("--resume " + o.resume + ": --text " + o.corpus.text + " contradicts the checkpoint, which was trained on the "
-                "Markov corpus (leave --text out)");
-  if (!o.corpus.text.empty() && train.has("data_sha256")) {
-    const std::string saved = train.at("data_sha256").as_string(), now = nn::sha256_of_file(o.corpus.text);
-    if (saved != now)
-      throw Error("--resume " + o.resume + ": --text " + o.corpus.text + " has SHA-256 " + now + ", the checkpoint was trained on " +
-                  saved_text + " with SHA-256 " + saved + " (the same name must also be the same bytes)");
+  try {  // a member of another type (a checkpoint edited by hand): nlohmann's error, naming the member
+    restore_flags(ex.app, train.at("flags"), train_flag_kinds, o.resume);
+    const std::string saved_text = train.at("flags").value("--text", "");
+    if (text_given && saved_text.empty() && !o.corpus.text.empty())
+      throw Error("--resume " + o.resume + ": --text " + o.corpus.text + " contradicts the checkpoint, which was trained on the "
+                  "Markov corpus (leave --text out)");
+    if (!o.corpus.text.empty() && train.contains("data_sha256")) {
+      const std::string saved = train.at("data_sha256").get<std::string>(), now = nn::sha256_of_file(o.corpus.text);
+      if (saved != now)
+        throw Error("--resume " + o.resume + ": --text " + o.corpus.text + " has SHA-256 " + now + ", the checkpoint was trained on " +
+                    saved_text + " with SHA-256 " + saved + " (the same name must also be the same bytes)");
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("--resume " + o.resume + ": " + nn::json_error((resumed.dir / "config.json").string(), e));
   }
 }
 

@@ -124,8 +124,8 @@ TEST_CASE("batch 0 of MarkovBatches is the batch that --dump writes", "[experime
   dump_model(dir.string(), model, nn::dump_batch(nn::dump_corpus(8, 2, 4, 5), 2, 4, 5));
   const MarkovBatches batches(8, 2, 4, 5);
   const nn::Batch b = batches.batch(0);
-  const bool same_inputs = nn::read_npy_i8(dir / "batch" / "inputs.npy") == b.inputs;
-  const bool same_targets = nn::read_npy_i8(dir / "batch" / "targets.npy") == b.targets;
+  const bool same_inputs = nn::read_npy_i8(dir / "batch" / "inputs.npy", shape_of(b.inputs)) == b.inputs;
+  const bool same_targets = nn::read_npy_i8(dir / "batch" / "targets.npy", shape_of(b.targets)) == b.targets;
   const bool other_batch_differs = batches.batch(1).inputs != b.inputs;
   REQUIRE(same_inputs);
   REQUIRE(same_targets);

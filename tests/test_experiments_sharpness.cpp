@@ -112,21 +112,21 @@ TEST_CASE("sharpness --dump: lambda_max.npy is the top eigenvalue of H of the du
   REQUIRE_NOTHROW(files.refuse_unlisted_files());
   const std::string file = (dir / "d" / "config.json").string();
   const nlohmann::json doc = nn::parse_json(files.read("config.json", 1 << 20), file);
-  const nn::ModelConfig config = nn::model_config_from_json(nn::JsonField(doc, file));
+  const nn::ModelConfig config = nn::model_config_from_json(doc, file);
   REQUIRE(nn::placement_name(config) == "post");
   nn::TransformerLM model(config);
   for (const nn::NamedParameter& p : model.named_parameters()) {
     const std::string name = "params/" + p.name + ".npy";
-    const Array value = nn::parse_npy_f8(files.read(name, 1 << 24), name);
+    const Array value = nn::parse_npy_f8(files.read(name, 1 << 24), name, p.parameter.shape());
     REQUIRE(value.shape() == p.parameter.value().shape());
     Parameter handle = p.parameter;
     handle.value() = value;
   }
-  const nn::Batch batch{nn::parse_npy_i8(files.read("batch/inputs.npy", 1 << 20), "inputs"),
-                        nn::parse_npy_i8(files.read("batch/targets.npy", 1 << 20), "targets")};
-  const Array dumped = nn::parse_npy_f8(files.read("lambda_max.npy", 1 << 10), "lambda_max.npy");
+  const nn::Batch batch{nn::parse_npy_i8(files.read("batch/inputs.npy", 1 << 20), "inputs", {3, 5}),
+                        nn::parse_npy_i8(files.read("batch/targets.npy", 1 << 20), "targets", {3, 5})};
+  const Array dumped = nn::parse_npy_f8(files.read("lambda_max.npy", 1 << 10), "lambda_max.npy", {1});
   REQUIRE(dumped.size() == 1);
-  const double loss = nn::parse_npy_f8(files.read("loss.npy", 1 << 10), "loss.npy")(0);
+  const double loss = nn::parse_npy_f8(files.read("loss.npy", 1 << 10), "loss.npy", {1})(0);
 
   // The dumped parameters and batch give the dumped loss (the dump is what was measured) ...
   {

@@ -1,7 +1,8 @@
 // A save killed at any moment (SIGKILL, as by a power cut or the OOM killer) leaves the previous
-// checkpoint intact and loadable, and the next save of the same output works beside the leftover.
-// The saving process is tests/helpers/io_helper.cpp; GRADSCOPE_TEST_PAUSE_AT makes it stop itself at
-// a named point inside the save (nn/io/directory_write.hpp), where this test kills it.
+// checkpoint whole and loadable (in place, or under DIR.old-PID if killed between the two renames), and
+// the next save of the same output works beside the leftovers. The saving process is
+// tests/helpers/io_helper.cpp; GRADSCOPE_IO_HELPER_STOP_AT makes it stop itself at a step of the save,
+// where this test kills it.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,8 +34,8 @@ pid_t run_helper(const fs::path& dir, unsigned seed, const char* pause_at = null
   const std::string seed_text = std::to_string(seed);
   const pid_t pid = ::fork();
   if (pid == 0) {
-    if (pause_at) ::setenv("GRADSCOPE_TEST_PAUSE_AT", pause_at, 1);
-    else ::unsetenv("GRADSCOPE_TEST_PAUSE_AT");
+    if (pause_at) ::setenv("GRADSCOPE_IO_HELPER_STOP_AT", pause_at, 1);
+    else ::unsetenv("GRADSCOPE_IO_HELPER_STOP_AT");
     ::execl(GRADSCOPE_IO_HELPER, GRADSCOPE_IO_HELPER, dir.c_str(), seed_text.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
@@ -81,30 +82,42 @@ std::vector<std::string> entries(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("a save killed inside the write leaves the previous checkpoint, and the next save works beside its leftover",
+TEST_CASE("a save killed inside the write leaves the previous checkpoint whole, and the next save works beside the leftovers",
           "[io][interrupt]") {
-  for (const char* point : {"directory.filling", "directory.swapping", "directory.cleaning"}) {
-    INFO("killed at " << point);
+  for (const char* step : {"written", "aside", "cleaning"}) {
+    INFO("killed at " << step);
     test::TempDir tmp("interrupt");
     const fs::path ck = tmp.path / "ck";
     run_helper(ck, 1);
     require_checkpoint_of(ck, 1);
-    const pid_t killed = run_helper(ck, 2, point);
-    // Killed before the swap: the previous checkpoint, whole. After it: the new one, whole.
-    require_checkpoint_of(ck, std::string(point) == "directory.cleaning" ? 2 : 1);
-    const std::string leftover = "ck.tmp-" + std::to_string(killed);
-    REQUIRE(entries(tmp.path) == std::vector<std::string>{"ck", leftover});
-    // The next run saves under its own pid; the leftover stays for the user to remove.
+    const pid_t killed = run_helper(ck, 2, step);
+    const std::string pid = std::to_string(killed), tmp_dir = "ck.tmp-" + pid, old_dir = "ck.old-" + pid;
+    if (std::string(step) == "written") {  // before any rename: the previous checkpoint in place
+      require_checkpoint_of(ck, 1);
+      REQUIRE(entries(tmp.path) == std::vector<std::string>{"ck", tmp_dir});
+    } else if (std::string(step) == "aside") {  // between the renames: both versions whole, under their names
+      require_checkpoint_of(tmp.path / old_dir, 1);
+      require_checkpoint_of(tmp.path / tmp_dir, 2);
+      REQUIRE(entries(tmp.path) == std::vector<std::string>{old_dir, tmp_dir});
+    } else {  // after them: the new checkpoint in place, the previous one left beside it
+      require_checkpoint_of(ck, 2);
+      require_checkpoint_of(tmp.path / old_dir, 1);
+      REQUIRE(entries(tmp.path) == std::vector<std::string>{"ck", old_dir});
+    }
+    // The next run saves under its own pid; the leftovers stay for the user to remove.
+    const std::vector<std::string> leftovers = entries(tmp.path);
     run_helper(ck, 3);
     require_checkpoint_of(ck, 3);
-    REQUIRE(entries(tmp.path) == std::vector<std::string>{"ck", leftover});
+    std::vector<std::string> expected = leftovers;
+    if (std::find(expected.begin(), expected.end(), "ck") == expected.end()) expected.insert(expected.begin(), "ck");
+    REQUIRE(entries(tmp.path) == expected);
   }
 }
 
 TEST_CASE("a first save killed half way leaves no checkpoint, and the next one saves", "[io][interrupt]") {
   test::TempDir tmp("interrupt-first");
   const fs::path ck = tmp.path / "ck";
-  const pid_t killed = run_helper(ck, 2, "directory.filling");
+  const pid_t killed = run_helper(ck, 2, "written");
   const std::string leftover = "ck.tmp-" + std::to_string(killed);
   REQUIRE(entries(tmp.path) == std::vector<std::string>{leftover});
   REQUIRE_THROWS_WITH(read_checkpoint_info(ck), Catch::Contains("is not a directory"));

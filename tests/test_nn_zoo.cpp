@@ -173,7 +173,7 @@ TEST_CASE("config.json carries the three axes, and a file without them is refuse
     REQUIRE((text.find("\"mixln_post\": 4") != std::string::npos) == (c.placement == Placement::mixln));
     REQUIRE((text.find("\"dyt_alpha\": 0.3") != std::string::npos) == (c.norm == Norm::dyt));
     const nlohmann::json doc = parse_json(text, "config.json");
-    const ModelConfig back = model_config_from_json(JsonField(doc, "config.json"));
+    const ModelConfig back = model_config_from_json(doc, "config.json");
     REQUIRE(placement_name(back) == member);
     REQUIRE(architecture_difference(c, back).empty());
     if (c.norm == Norm::dyt) REQUIRE(back.dyt_alpha == 0.3);
@@ -183,11 +183,11 @@ TEST_CASE("config.json carries the three axes, and a file without them is refuse
   const std::string no_axes = "{\"vocab\": 5, \"context\": 3, \"d_model\": 4, \"heads\": 2, \"layers\": 2, \"d_ff\": 8, "
                               "\"placement\": \"deepnorm\", \"init\": \"xavier\", \"seed\": 1}";
   const nlohmann::json old = parse_json(no_axes, "old.json");
-  REQUIRE_THROWS_WITH(model_config_from_json(JsonField(old, "old.json")), Catch::Contains("old.json: no member norm"));
+  REQUIRE_THROWS_WITH(model_config_from_json(old, "old.json"), Catch::Contains("old.json: key 'norm' not found"));
   const std::string refused = "{\"vocab\": 5, \"context\": 3, \"d_model\": 4, \"heads\": 2, \"layers\": 2, \"d_ff\": 8, "
                               "\"placement\": \"pre\", \"norm\": \"none\", \"residual\": \"lns\"}";
   const nlohmann::json doc = parse_json(refused, "c.json");
-  REQUIRE_THROWS_WITH(model_config_from_json(JsonField(doc, "c.json")),
+  REQUIRE_THROWS_WITH(model_config_from_json(doc, "c.json"),
                       Catch::StartsWith("c.json: placement is not a placement: 'pre/none/lns' is refused"));
   REQUIRE(architecture_difference(test::gradcheck_config("pre"), test::gradcheck_config("pre/rms")) ==
           "placement is pre in one and pre/rms/none in the other");

@@ -26,16 +26,16 @@ TEST_CASE("npy: float64 and int64 arrays round-trip bit for bit", "[train][npy]"
   TempDir dir("npy");
   const Array a = Array{{1.0, -0.0, 1e-300}, {std::numeric_limits<double>::max(), -INFINITY, 0.1}};
   write_npy(dir.path / "a.npy", a);
-  REQUIRE(same_bits(read_npy_f8(dir.path / "a.npy"), a));
+  REQUIRE(same_bits(read_npy_f8(dir.path / "a.npy", {2, 3}), a));
 
   for (const Array& x : {Array(test::randn({4}, 1)), Array(test::randn({2, 3, 4}, 2)), Array(3.5),
                          Array(Array::from_shape({0, 3}))}) {
     write_npy(dir.path / "x.npy", x);
-    REQUIRE(same_bits(read_npy_f8(dir.path / "x.npy"), x));
+    REQUIRE(same_bits(read_npy_f8(dir.path / "x.npy", shape_of(x)), x));
   }
   const IndexArray ids = {{0, -1, std::numeric_limits<std::int64_t>::max()}, {5, 6, std::numeric_limits<std::int64_t>::min()}};
   write_npy(dir.path / "ids.npy", ids);
-  REQUIRE(xt::all(xt::equal(read_npy_i8(dir.path / "ids.npy"), ids)));
+  REQUIRE(xt::all(xt::equal(read_npy_i8(dir.path / "ids.npy", {2, 3}), ids)));
 }
 
 TEST_CASE("npy: the header is NumPy's format 1.0", "[train][npy]") {
@@ -54,88 +54,41 @@ TEST_CASE("npy: the header is NumPy's format 1.0", "[train][npy]") {
   REQUIRE(npy_bytes(IndexArray{4}).find("'shape': (1,)") != std::string::npos);
 }
 
-TEST_CASE("npy: missing, corrupt and mismatched files are refused naming the file", "[train][npy]") {
+TEST_CASE("npy: a file that is not the one xtensor writes for the expected shape is refused naming the file",
+          "[train][npy]") {
   TempDir dir("npy-bad");
   const fs::path f = dir.path / "w.npy";
   const std::string name = f.string();
-  REQUIRE_THROWS_WITH(read_npy_f8(dir.path / "none.npy"), Catch::Contains("none.npy"));
+  const Shape shape{2, 2};
+  REQUIRE_THROWS_WITH(read_npy_f8(dir.path / "none.npy", shape), Catch::Contains("none.npy"));
 
   const std::string good = npy_bytes(Array{{1.0, 2.0}, {3.0, 4.0}});
-  overwrite(f, "not an npy file at all");
-  REQUIRE_THROWS_WITH(read_npy_f8(f), Catch::Contains(name) && Catch::Contains("bad magic"));
-  overwrite(f, good.substr(0, good.size() - 3));  // truncated data
-  REQUIRE_THROWS_WITH(read_npy_f8(f), Catch::Contains(name) && Catch::Contains("truncated"));
-  overwrite(f, good + "xx");  // trailing bytes
-  REQUIRE_THROWS_WITH(read_npy_f8(f), Catch::Contains(name));
-  overwrite(f, good.substr(0, 40));  // cut inside the header
-  REQUIRE_THROWS_WITH(read_npy_f8(f), Catch::Contains(name));
-
-  std::string fortran = good;
-  fortran.replace(fortran.find("False"), 5, "True ");
-  overwrite(f, fortran);
-  REQUIRE_THROWS_WITH(read_npy_f8(f), Catch::Contains(name) && Catch::Contains("fortran_order"));
-
-  std::string big_endian = good;
-  big_endian.replace(big_endian.find("<f8"), 3, ">f8");
-  overwrite(f, big_endian);
-  REQUIRE_THROWS_WITH(read_npy_f8(f), Catch::Contains(name) && Catch::Contains("dtype"));
-
-  write_npy(f, IndexArray{1, 2});
-  REQUIRE_THROWS_WITH(read_npy_f8(f), Catch::Contains(name) && Catch::Contains("'<i8'"));
-  write_npy(f, Array{1.0});
-  REQUIRE_THROWS_WITH(read_npy_i8(f), Catch::Contains(name) && Catch::Contains("'<f8'"));
-}
-
-// A .npy header with the given dict text, padded as numpy pads it, followed by `data`.
-static std::string npy_with_header(const std::string& dict, const std::string& data = "") {
-  std::string header = dict;
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
-  return std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size() & 0xff) +
-         static_cast<char>(header.size() >> 8) + header + data;
-}
-
-TEST_CASE("npy: the header reader accepts numpy's dict and nothing else", "[train][npy]") {
-  const std::string data(6 * 8, '\0');
-  const std::string good = "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }";
-  REQUIRE(shape_of(parse_npy_f8(npy_with_header(good, data), "x.npy")) == Shape{2, 3});
-  // numpy.save's own spellings: no trailing comma, double quotes, no spaces, a 0-d and a 1-d shape.
-  REQUIRE(shape_of(parse_npy_f8(npy_with_header("{\"descr\":\"<f8\",\"fortran_order\":False,\"shape\":(2,3)}", data),
-                                "x.npy")) == Shape{2, 3});
-  REQUIRE(shape_of(parse_npy_f8(npy_with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (), }",
-                                                std::string(8, '\0')), "x.npy")) == Shape{});
-  REQUIRE(shape_of(parse_npy_f8(npy_with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (6,)}", data),
-                                "x.npy")) == Shape{6});
-
-  auto refused = [&](const std::string& dict, const std::string& what) {
-    INFO(dict);
-    REQUIRE_THROWS_WITH(parse_npy_f8(npy_with_header(dict, data), "x.npy"),
-                        Catch::Contains("x.npy") && Catch::Contains(what));
+  auto refused = [&](const std::string& bytes, const std::string& what) {
+    overwrite(f, bytes);
+    REQUIRE_THROWS_WITH(read_npy_f8(f, shape), Catch::StartsWith(name + ": ") && Catch::Contains(what));
   };
-  // Anything but that dict, in numpy's key order, each key once, is "not numpy's dict".
-  for (const char* dict : {"{'descr': '<f8', 'fortran_order': False, }",
-                           "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), 'shape': (6,), }",
-                           "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), 'extra': 1, }",
-                           "{'shape': (6,), 'fortran_order': False, 'descr': '<f8'}",
-                           "{'descr': '<f8', 'fortran_order': 0, 'shape': (2, 3), }",
-                           "{'descr': '<f8', 'fortran_order': False, 'shape': (2, -3), }",
-                           "{'descr': '<f8', 'fortran_order': False, 'shape': [2, 3], }",
-                           "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), } junk",
-                           "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), ",
-                           "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3)"})
-    refused(dict, "not numpy's dict");
-  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (2,, 3), }", "not a tuple of integers");
-  // Shapes whose element count overflows 64 bits (it used to wrap around to a small count).
-  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", "too large");
-  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4294967296, 4294967296), }", "too large");
-  refused("{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999999, ), }", "64 bits");
-  std::string many = "{'descr': '<f8', 'fortran_order': False, 'shape': (";
-  for (int i = 0; i < 65; ++i) many += "1, ";
-  refused(many + "), }", "more than 64 dimensions");
-  // The version: 1.0, 2.0 or 3.0 only.
-  std::string v4 = npy_with_header(good, data);
-  v4[6] = 4;
-  REQUIRE_THROWS_WITH(parse_npy_f8(v4, "x.npy"), Catch::Contains("unsupported .npy version 4.0"));
+  refused("not an npy file at all", "22 bytes, fewer than the data of a float64 .npy of shape (2, 2) (truncated or corrupt)");
+  refused(good.substr(0, good.size() - 3), "157 bytes, not the 160 of a float64 .npy of shape (2, 2) (truncated or corrupt)");
+  refused(good + "xx", "truncated or corrupt");
+  refused(good.substr(0, 40), "truncated or corrupt");
+  // The size is right, the header is not: another shape, dtype, order, version or magic.
+  std::string other = good;
+  other.replace(other.find("(2, 2)"), 6, "(4,)  ");
+  refused(other, "its header is not that of a float64 .npy of shape (2, 2)");
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"False", "True "}, {"<f8", ">f8"}, {"<f8", "<i8"}, {std::string("\x01\x00", 2), std::string("\x04\x00", 2)},
+           {"NUMPY", "NUMPZ"}}) {
+    std::string bytes = good;
+    bytes.replace(bytes.find(from), from.size(), to);
+    refused(bytes, "its header is not that of a float64 .npy of shape (2, 2)");
+  }
+  write_npy(f, IndexArray{{1, 2}, {3, 4}});
+  REQUIRE_THROWS_WITH(read_npy_f8(f, shape), Catch::Contains("its header is not that of a float64"));
+  REQUIRE(xt::all(xt::equal(read_npy_i8(f, shape), IndexArray{{1, 2}, {3, 4}})));
+  REQUIRE_THROWS_WITH(read_npy_i8(f, {4}), Catch::Contains("its header is not that of a int64 .npy of shape (4,)"));
+  // An expected shape too large to exist is refused before anything is allocated.
+  REQUIRE_THROWS_WITH(read_npy_f8(f, {std::size_t{1} << 40, std::size_t{1} << 40}), Catch::Contains("is too large"));
+  REQUIRE_THROWS_WITH(read_npy_f8(f, {std::size_t{1} << 40}), Catch::Contains("fewer than the data"));
 }
 
 TEST_CASE("checkpoint: save then load restores every parameter and the optimizer state exactly",
@@ -170,13 +123,10 @@ TEST_CASE("checkpoint: save then load restores every parameter and the optimizer
           std::vector<std::pair<std::string, double>>{{"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", 0.01}});
   REQUIRE(info.config.seed == 3);
   REQUIRE(fresh_adam.steps() == 1);
-  // The "train" record reads back as it was given, with checked accessors.
-  REQUIRE(info.train().json() == train);
-  REQUIRE(info.train().at("lr").as_double() == 0.01);
-  REQUIRE(info.train().at("batch").as_size() == 2);
-  REQUIRE(info.train().at("data").at("file").as_string() == "x.txt");
-  REQUIRE_THROWS_WITH(info.train().at("schedule").as_size(),
-                      Catch::Contains("c/config.json: train.schedule is \"cosine\", expected an integer"));
+  // The "train" record reads back as it was given.
+  REQUIRE(info.train() == train);
+  REQUIRE(info.train().at("lr").get<double>() == 0.01);
+  REQUIRE(info.train().at("data").at("file") == "x.txt");
   const auto a = model.named_parameters(), b = fresh.named_parameters();
   REQUIRE(a.size() == b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -251,8 +201,8 @@ TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra fi
     write_npy(f, Array{1.0, 2.0, 3.0});
     test::reseal(c);
     REQUIRE_THROWS_WITH(load_checkpoint(c, target, config), Catch::Contains("'blocks.1.attn.k.bias'") &&
-                                                                Catch::Contains(f.string()) && Catch::Contains("(3,)") &&
-                                                                Catch::Contains("(8,)"));
+                                                                Catch::Contains(f.string()) &&
+                                                                Catch::Contains("not the 192 of a float64 .npy of shape (8,)"));
   }
   SECTION("corrupt file") {
     refresh();
@@ -342,9 +292,9 @@ TEST_CASE("dump: config, parameters, gradients, batch and loss of one batch", "[
   REQUIRE(files.manifest().files.size() == 4 + 2 * model.named_parameters().size());
   for (const auto& [name, sha] : files.manifest().files) REQUIRE_NOTHROW(files.read(name, 1 << 20));
   REQUIRE_NOTHROW(files.refuse_unlisted_files());
-  REQUIRE(xt::all(xt::equal(read_npy_i8(dir.path / "batch" / "inputs.npy"), batch.inputs)));
-  REQUIRE(xt::all(xt::equal(read_npy_i8(dir.path / "batch" / "targets.npy"), batch.targets)));
-  const Array l = read_npy_f8(dir.path / "loss.npy");
+  REQUIRE(xt::all(xt::equal(read_npy_i8(dir.path / "batch" / "inputs.npy", {2, 3}), batch.inputs)));
+  REQUIRE(xt::all(xt::equal(read_npy_i8(dir.path / "batch" / "targets.npy", {2, 3}), batch.targets)));
+  const Array l = read_npy_f8(dir.path / "loss.npy", {1});
   REQUIRE(shape_of(l) == Shape{1});
   REQUIRE(l(0) == loss);
 
@@ -356,8 +306,8 @@ TEST_CASE("dump: config, parameters, gradients, batch and loss of one batch", "[
   again.backward();
   for (const NamedParameter& p : model.named_parameters()) {
     INFO(p.name);
-    REQUIRE(same_bits(read_npy_f8(dir.path / "params" / (p.name + ".npy")), p.parameter.value()));
-    REQUIRE(same_bits(read_npy_f8(dir.path / "grads" / (p.name + ".npy")), p.parameter.grad()));
+    REQUIRE(same_bits(read_npy_f8(dir.path / "params" / (p.name + ".npy"), p.parameter.shape()), p.parameter.value()));
+    REQUIRE(same_bits(read_npy_f8(dir.path / "grads" / (p.name + ".npy"), p.parameter.shape()), p.parameter.grad()));
   }
   REQUIRE(fs::exists(dir.path / "params" / "ln_f.weight.npy"));
   Tape::current().reset();

@@ -105,7 +105,6 @@ void lock_output(const fs::path& target, std::string_view flag, std::string_view
 }
 
 fs::path claim_output_dir(const fs::path& dir, std::string_view flag, const nn::OutputTag& tag) {
-  nn::check_not_inside_whole_output(dir, flag);
   fs::path created;
   std::error_code ec;
   const fs::file_status st = fs::status(dir, ec);  // a symbolic link to a directory is used as that directory
@@ -160,7 +159,6 @@ void remove_unused_output_dir(const fs::path& dir, const fs::path& created) {
 void check_output_dir(const fs::path& dir, std::string_view flag, const nn::OutputTag& tag) {
   const fs::path name = dir.lexically_normal().filename();
   if (name == "." || name == "..") refuse_path(flag, dir, "cannot be replaced as a whole; name a directory below it");
-  nn::check_not_inside_whole_output(dir, flag);
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(dir, ec);
   if (fs::exists(st)) {

@@ -7,7 +7,6 @@
 
 #include "engine/error.hpp"
 #include "experiments/lib/flags.hpp"
-#include "nn/io/json.hpp"
 
 namespace gs::experiments {
 
@@ -29,10 +28,10 @@ nlohmann::json flag_record(const CLI::App& app, const FlagKinds& kinds) {
   return record;
 }
 
-void restore_flags(CLI::App& app, const nn::JsonField& recorded, const FlagKinds& kinds, const std::string& checkpoint) {
+void restore_flags(CLI::App& app, const nlohmann::json& recorded, const FlagKinds& kinds, const std::string& checkpoint) {
   const std::string where = "--resume " + checkpoint + ": ";
-  for (const std::string& name : recorded.keys()) {
-    const std::string& text = recorded.at(name).as_string();
+  for (const auto& [name, value] : recorded.items()) {
+    const std::string text = value.get<std::string>();
     const CLI::Option* option = app.get_option_no_throw(name);
     if (!option || contains(kinds.not_recorded, name))
       throw Error(where + "the checkpoint was trained with " + name + " " + text + ", a flag this " + app.get_name() +
@@ -53,10 +52,9 @@ void restore_flags(CLI::App& app, const nn::JsonField& recorded, const FlagKinds
       throw Error(where + name + " " + mine + " contradicts the checkpoint, which was trained with " + name + " " + saved +
                   " (leave " + name + " out to continue with " + saved + ")");
   }
-  const std::vector<std::string> keys = recorded.keys();
   for (const CLI::Option* option : app.get_options()) {
     const std::string name = option->get_name();
-    if (option->count() > 0 && !contains(keys, name) && option != app.get_help_ptr() && !contains(kinds.not_recorded, name) &&
+    if (option->count() > 0 && !recorded.contains(name) && option != app.get_help_ptr() && !contains(kinds.not_recorded, name) &&
         !contains(kinds.free, name))
       throw Error(where + "the checkpoint does not record " + name + " (its " + app.get_name() +
                   " had no such flag), so a run with " + name + " cannot continue it exactly; leave " + name + " out");

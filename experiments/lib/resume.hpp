@@ -20,10 +20,6 @@ namespace CLI {
 class App;
 }
 
-namespace gs::nn {
-class JsonField;
-}
-
 namespace gs::experiments {
 
 struct FlagKinds {
@@ -38,6 +34,6 @@ nlohmann::json flag_record(const CLI::App& app, const FlagKinds& kinds);
 // For a run resumed from `checkpoint`: every recorded flag that was not given takes the recorded value;
 // a given one (not free) must have the recorded value. Throws gs::Error naming the flag and both values,
 // or a recorded flag this binary does not have. `recorded` is the checkpoint's train.flags.
-void restore_flags(CLI::App& app, const nn::JsonField& recorded, const FlagKinds& kinds, const std::string& checkpoint);
+void restore_flags(CLI::App& app, const nlohmann::json& recorded, const FlagKinds& kinds, const std::string& checkpoint);
 
 }  // namespace gs::experiments

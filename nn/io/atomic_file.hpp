@@ -1,8 +1,7 @@
 // Whole files. write_file_atomically writes "<path>.tmp-<pid>", fsyncs it, renames it over path and
 // fsyncs the directory: a reader, or a run killed at any moment, sees the old file or the whole new one
 // (a killed run's temporary stays behind, for the user to remove). read_file reads only a regular file
-// up to a limit: a directory, a FIFO, /dev/zero or a larger file is refused with one line naming the
-// file (and the limit) before anything is allocated.
+// of at most max_bytes: a directory, a FIFO, /dev/zero or a larger file is refused with one line naming it.
 #pragma once
 
 #include <cstddef>
@@ -18,7 +17,6 @@ std::string read_file(const std::filesystem::path& path, std::size_t max_bytes =
 std::string read_file_head(const std::filesystem::path& path, std::size_t max_bytes);  // at most the first max_bytes
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
 std::filesystem::path temporary_name(const std::filesystem::path& path);  // "<path>.tmp-<pid>"
-// Flushes a directory's entries (a rename into it) to the disk; gs::Error naming it if that fails.
-void fsync_directory(const std::filesystem::path& dir);
+void fsync_directory(const std::filesystem::path& dir);  // its entries (a rename into it) to the disk
 
 }  // namespace gs::nn

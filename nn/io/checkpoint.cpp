@@ -10,42 +10,19 @@
 #include "nn/io/atomic_file.hpp"
 #include "nn/io/config_json.hpp"
 #include "nn/io/directory_write.hpp"
+#include "nn/io/json.hpp"
 #include "nn/io/npy.hpp"
 
 namespace gs::nn {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using nlohmann::ordered_json;
 
 namespace {
 
 constexpr const char* format_name = "gradscope checkpoint";
 
-std::string slot_file(const std::string& slot, const std::string& parameter) {
-  return "optimizer/" + slot + "/" + parameter + ".npy";
-}
-
-// Runs f; every gs::Error it throws leaves with the prefix "checkpoint: ".
-template <class F>
-auto prefixed(F f) {
-  try {
-    return f();
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    throw Error(what.rfind("checkpoint: ", 0) == 0 ? what : "checkpoint: " + what);
-  }
-}
-
-// The "train" record must read back: finite numbers (nlohmann would write NaN as null), nested no
-// deeper than parse_json accepts.
-void check_record(const json& value, std::size_t depth) {
-  if (depth > json_max_depth)
-    throw Error("the \"train\" record is nested deeper than " + std::to_string(json_max_depth) + " levels");
-  if (value.is_number_float() && !std::isfinite(value.get<double>()))
-    throw Error("the \"train\" record holds a number that is not finite (" + value.dump() + ")");
-  for (const json& element : value.is_structured() ? value : json::array()) check_record(element, depth + 1);
-}
+std::string slot_file(const std::string& slot, const std::string& parameter) { return "optimizer/" + slot + "/" + parameter + ".npy"; }
 
 // "" if every element is finite, else "NaN at element 3" (a diverged run is never a state to continue from).
 std::string non_finite(const Array& a) {
@@ -54,137 +31,100 @@ std::string non_finite(const Array& a) {
   return "";
 }
 
+// A "train" record must read back: no NaN or Inf (nlohmann would write null).
+void check_finite(const json& value) {
+  if (value.is_number_float() && !std::isfinite(value.get<double>()))
+    throw Error("the \"train\" record holds a number that is not finite (" + value.dump() + ")");
+  for (const json& element : value.is_structured() ? value : json::array()) check_finite(element);
+}
+
 std::string config_text(const std::vector<NamedParameter>& params, const ModelConfig& config, std::size_t step,
                         const Optimizer* optimizer, const json* train) {
-  ordered_json doc = {{"format", format_name}, {"format_version", checkpoint_format_version}};
-  const ordered_json model_fields = model_config_json(config);  // named: items() refers into it
-  for (const auto& [key, value] : model_fields.items()) doc[key] = value;
+  nlohmann::ordered_json doc = {{"format", format_name}, {"format_version", checkpoint_format_version}};
+  doc.update(model_config_json(config));
   doc["step"] = step;
   if (optimizer) {
     doc["optimizer"] = optimizer->name();
     doc["optimizer_steps"] = optimizer->steps();
     doc["optimizer_slots"] = optimizer->slot_names();
-    ordered_json& h = doc["optimizer_hyperparameters"] = ordered_json::object();
+    doc["optimizer_hyperparameters"] = nlohmann::ordered_json::object();
     for (const auto& [name, value] : optimizer->hyperparameters()) {
       if (!std::isfinite(value)) throw Error("optimizer hyperparameter " + name + " is not finite");
-      h[name] = value;
+      doc["optimizer_hyperparameters"][name] = value;
     }
   }
   if (train) {
     if (!train->is_object()) throw Error("the \"train\" record is not a JSON object");
-    check_record(*train, 1);
-    doc["train"] = ordered_json(*train);
+    check_finite(*train);
+    doc["train"] = nlohmann::ordered_json(*train);
   }
-  ordered_json& shapes = doc["parameters"] = ordered_json::object();
-  for (const NamedParameter& p : params) shapes[p.name] = p.parameter.shape();
+  doc["parameters"] = nlohmann::ordered_json::object();
+  for (const NamedParameter& p : params) doc["parameters"][p.name] = p.parameter.shape();
   return doc.dump(2) + "\n";  // throws on a string that is not UTF-8
 }
 
-}  // namespace
-
-void save_checkpoint(const fs::path& dir, std::string_view program, const Module& model, const ModelConfig& config,
-                     std::size_t step, const Optimizer* optimizer, const json* train) {
-  const std::vector<NamedParameter> params = model.named_parameters();
-  const std::vector<std::string> slots = optimizer ? optimizer->slot_names() : std::vector<std::string>{};
-  prefixed([&] {
-    std::string text;
-    try {
-      text = config_text(params, config, step, optimizer, train);
-    } catch (const json::exception& e) {
-      throw Error("cannot write " + (dir / "config.json").string() + ": " + e.what());
-    }
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      std::string bad = non_finite(params[i].parameter.value()), where;
-      for (std::size_t s = 0; s < slots.size() && bad.empty(); ++s)
-        if (!(bad = non_finite(optimizer->slot(s, i))).empty()) where = "(optimizer " + slots[s] + ") ";
-      if (!bad.empty()) throw Error("not saving " + dir.string() + ": parameter '" + params[i].name + "' " + where + "holds " + bad);
-    }
-    write_directory_atomically(dir, {std::string(program), "checkpoint"}, [&](DirectoryWriter& out) {
-      for (const NamedParameter& p : params) out.write(p.name + ".npy", npy_bytes(p.parameter.value()));
-      for (std::size_t s = 0; s < slots.size(); ++s)
-        for (std::size_t i = 0; i < params.size(); ++i)
-          out.write(slot_file(slots[s], params[i].name), npy_bytes(optimizer->slot(s, i)));
-      out.write("config.json", text);
-    });
-  });
+// config.json's members; a member missing or of another type is nlohmann's error, caught by the caller.
+void read_config(CheckpointInfo& info, const json& doc, const std::string& file) {
+  if (doc.at("format") != format_name) throw Error(file + ": format is not \"" + std::string(format_name) + "\"");
+  if (const std::size_t v = json_count(doc.at("format_version"), "format_version", 0, 1 << 30, file); v != checkpoint_format_version)
+    throw Error(file + ": format_version is " + std::to_string(v) + "; this gradscope reads version " +
+                std::to_string(checkpoint_format_version));
+  info.config = model_config_from_json(doc, file);
+  info.step = json_count(doc.at("step"), "step", 0, SIZE_MAX, file);
+  for (const auto& [name, dims] : doc.at("parameters").items()) {
+    if (!dims.is_array()) throw Error(file + ": parameters." + name + " is not an array of dimensions");
+    Shape shape;
+    for (const json& d : dims) shape.push_back(json_count(d, "a dimension of parameters." + name, 0, std::size_t{1} << 40, file));
+    info.parameters.push_back({name, shape});
+  }
+  if (!doc.contains("optimizer")) return;
+  info.optimizer = doc.at("optimizer").get<std::string>();
+  info.optimizer_steps = json_count(doc.at("optimizer_steps"), "optimizer_steps", 0, SIZE_MAX, file);
+  info.optimizer_slots = doc.at("optimizer_slots").get<std::vector<std::string>>();
+  for (const std::string& slot : info.optimizer_slots)
+    if (slot.empty() || slot.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+      throw Error(file + ": optimizer_slots holds \"" + slot + "\", not a slot name (lowercase letters, digits, _)");
+  for (const auto& [name, value] : doc.at("optimizer_hyperparameters").items())
+    info.optimizer_hyperparameters.push_back({name, value.get<double>()});
 }
-
-JsonField CheckpointInfo::train() const {
-  static const json empty = json::object();
-  const std::string file = (dir / "config.json").string();
-  return JsonField(document && document->contains("train") ? document->at("train") : empty, file, "train");
-}
-
-namespace {
 
 CheckpointInfo read_info(const fs::path& dir) {
   CheckpointInfo info;
   info.dir = dir;
-  auto files = std::make_shared<const VerifiedDirectory>(dir, "checkpoint");
+  info.files = std::make_shared<const VerifiedDirectory>(dir, "checkpoint");
+  info.program = info.files->manifest().tag.program;
   const std::string file = (dir / "config.json").string();
-  auto document = std::make_shared<const json>(parse_json(files->read("config.json", std::size_t{64} << 20), file));
-  const JsonField root(*document, file);
-  if (!root.is_object()) root.fail("is not a JSON object");
-  if (root.at("format").as_string() != format_name) root.at("format").fail("is not \"" + std::string(format_name) + "\"");
-  if (const std::size_t v = root.at("format_version").as_size(); v != checkpoint_format_version)
-    root.at("format_version").fail("is " + std::to_string(v) + "; this gradscope reads version " +
-                                   std::to_string(checkpoint_format_version));
-  info.config = model_config_from_json(root);
-  info.step = root.at("step").as_size();
-  info.program = files->manifest().tag.program;
-
-  std::set<std::string> expected = {"config.json"};  // the files config.json implies
-  const JsonField shapes = root.at("parameters");
-  for (const std::string& name : shapes.keys()) {
-    Shape shape;
-    for (std::size_t d = 0; d < shapes.at(name).size(); ++d) shape.push_back(shapes.at(name).at(d).as_size(std::size_t{1} << 40));
-    info.parameters.push_back({name, shape});
-    expected.insert(name + ".npy");
+  info.document = std::make_shared<const json>(parse_json(info.files->read("config.json", std::size_t{64} << 20), file));
+  try {
+    read_config(info, *info.document, file);
+    if (!info.train().is_object()) throw Error(file + ": train is not a JSON object");
+  } catch (const json::exception& e) {
+    throw Error(json_error(file, e));
   }
-  if (root.has("optimizer")) {
-    info.optimizer = root.at("optimizer").as_string();
-    info.optimizer_steps = root.at("optimizer_steps").as_size();
-    const JsonField slots = root.at("optimizer_slots");
-    for (std::size_t s = 0; s < slots.size(); ++s) {
-      const std::string& slot = slots.at(s).as_string();
-      if (slot.empty() || slot.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
-        slots.at(s).fail("is not a slot name (lowercase letters, digits, _)");
-      info.optimizer_slots.push_back(slot);
-      for (const auto& [name, shape] : info.parameters) expected.insert(slot_file(slot, name));
-    }
-    const JsonField h = root.at("optimizer_hyperparameters");
-    for (const std::string& name : h.keys()) info.optimizer_hyperparameters.push_back({name, h.at(name).as_double()});
+  std::set<std::string> implied = {"config.json"};  // the files config.json implies: exactly the listed ones
+  for (const auto& [name, shape] : info.parameters) {
+    implied.insert(name + ".npy");
+    for (const std::string& slot : info.optimizer_slots) implied.insert(slot_file(slot, name));
   }
-  if (root.has("train") && !root.at("train").is_object()) root.at("train").fail("is not a JSON object");
-  for (const std::string& name : expected)
-    if (!files->lists(name))
-      throw Error((dir / name).string() + " is missing from the manifest " + (dir / manifest_name).string());
-  for (const auto& [name, sha] : files->manifest().files)
-    if (!expected.count(name))
-      throw Error((dir / name).string() + " is listed in the manifest, but " + file + " implies no such file");
-  files->refuse_unlisted_files();
-  info.document = std::move(document);
-  info.files = std::move(files);
+  for (const std::string& name : implied)
+    if (!info.files->lists(name)) throw Error((dir / name).string() + " is missing from the manifest " + (dir / manifest_name).string());
+  for (const auto& [name, sha] : info.files->manifest().files)
+    if (!implied.count(name)) throw Error((dir / name).string() + " is listed in the manifest, but " + file + " implies no such file");
+  info.files->refuse_unlisted_files();
   return info;
 }
 
-// A .npy of the checkpoint, listed in the manifest, of the expected shape, finite.
-Array read_array(const VerifiedDirectory& files, const std::string& name, const std::string& what, const Shape& expected) {
+// A .npy of the checkpoint: of the listed SHA-256, the expected shape, finite. Errors start with `what`.
+Array read_array(const VerifiedDirectory& files, const std::string& name, const std::string& what, const Shape& shape) {
   const std::string path = (files.dir() / name).string();
-  std::size_t bytes = sizeof(double);
-  for (std::size_t d : expected) bytes *= d;
-  Array value;
   try {
-    value = parse_npy_f8(files.read(name, bytes + 65536), path);
+    const Array value = parse_npy_f8(files.read(name, default_read_limit), path, shape);
+    if (const std::string bad = non_finite(value); !bad.empty())
+      throw Error(path + " holds " + bad + " of " + std::to_string(value.size()) + "; a checkpoint holds finite numbers only");
+    return value;
   } catch (const Error& e) {
     throw Error(what + ": " + e.what());
   }
-  if (shape_of(value) != expected)
-    throw Error(what + " in " + path + " has shape " + shape_str(shape_of(value)) + ", the model expects " + shape_str(expected));
-  if (const std::string bad = non_finite(value); !bad.empty())
-    throw Error(what + " in " + path + " holds " + bad + " of " + std::to_string(value.size()) +
-                "; a checkpoint holds finite numbers only");
-  return value;
 }
 
 std::string listed(std::vector<std::pair<std::string, double>> h) {
@@ -201,33 +141,72 @@ void check_fits(const CheckpointInfo& info, const std::vector<NamedParameter>& p
   const std::string file = (info.dir / "config.json").string();
   if (const std::string d = architecture_difference(info.config, config); !d.empty())
     throw Error(file + " describes another model: " + d + " (checkpoint, model)");
-  const std::map<std::string, Shape> saved(info.parameters.begin(), info.parameters.end());
-  std::set<std::string> names;
+  std::map<std::string, Shape> saved(info.parameters.begin(), info.parameters.end());
   for (const NamedParameter& p : params) {
-    names.insert(p.name);
     const auto it = saved.find(p.name);
     if (it == saved.end())
       throw Error("parameter '" + p.name + "' is missing: " + file + " lists no such parameter (no file " +
                   (info.dir / (p.name + ".npy")).string() + ")");
     if (it->second != p.parameter.shape())
-      throw Error("parameter '" + p.name + "' in " + file + " has shape " + shape_str(it->second) +
-                  ", the model expects " + shape_str(p.parameter.shape()));
+      throw Error("parameter '" + p.name + "' in " + file + " has shape " + shape_str(it->second) + ", the model expects " +
+                  shape_str(p.parameter.shape()));
+    saved.erase(it);
   }
-  for (const auto& [name, shape] : info.parameters)
-    if (!names.count(name))
-      throw Error((info.dir / (name + ".npy")).string() + " holds a parameter '" + name + "' that the model does not have");
+  if (!saved.empty())
+    throw Error((info.dir / (saved.begin()->first + ".npy")).string() + " holds a parameter '" + saved.begin()->first +
+                "' that the model does not have");
   if (!optimizer) return;
   if (info.optimizer.empty()) throw Error(file + " has no optimizer state to resume from");
   if (info.optimizer != optimizer->name())
     throw Error(file + " holds the state of optimizer '" + info.optimizer + "', not of '" + optimizer->name() + "'");
-  if (info.optimizer_slots != optimizer->slot_names())
-    throw Error(file + " holds other optimizer slots than " + optimizer->name() + " has");
+  if (info.optimizer_slots != optimizer->slot_names()) throw Error(file + " holds other optimizer slots than " + optimizer->name() + " has");
   if (listed(optimizer->hyperparameters()) != listed(info.optimizer_hyperparameters))
     throw Error(file + " was saved by " + info.optimizer + " with " + listed(info.optimizer_hyperparameters) +
                 "; this optimizer has " + listed(optimizer->hyperparameters()));
 }
 
+// Every gs::Error of f leaves with the prefix "checkpoint: ".
+template <class F>
+auto prefixed(F f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw Error("checkpoint: " + std::string(e.what()));
+  }
+}
+
 }  // namespace
+
+void save_checkpoint(const fs::path& dir, std::string_view program, const Module& model, const ModelConfig& config,
+                     std::size_t step, const Optimizer* optimizer, const json* train) {
+  const std::vector<NamedParameter> params = model.named_parameters();
+  const std::vector<std::string> slots = optimizer ? optimizer->slot_names() : std::vector<std::string>{};
+  prefixed([&] {
+    std::string text;
+    try {
+      text = config_text(params, config, step, optimizer, train);
+    } catch (const json::exception& e) {
+      throw Error(json_error("cannot write " + (dir / "config.json").string(), e));
+    }
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      std::string bad = non_finite(params[i].parameter.value()), where;
+      for (std::size_t s = 0; s < slots.size() && bad.empty(); ++s)
+        if (!(bad = non_finite(optimizer->slot(s, i))).empty()) where = "(optimizer " + slots[s] + ") ";
+      if (!bad.empty()) throw Error("not saving " + dir.string() + ": parameter '" + params[i].name + "' " + where + "holds " + bad);
+    }
+    write_directory_atomically(dir, {std::string(program), "checkpoint"}, [&](DirectoryWriter& out) {
+      for (const NamedParameter& p : params) out.write(p.name + ".npy", npy_bytes(p.parameter.value()));
+      for (std::size_t s = 0; s < slots.size(); ++s)
+        for (std::size_t i = 0; i < params.size(); ++i) out.write(slot_file(slots[s], params[i].name), npy_bytes(optimizer->slot(s, i)));
+      out.write("config.json", text);
+    });
+  });
+}
+
+const json& CheckpointInfo::train() const {
+  static const json empty = json::object();
+  return document && document->contains("train") ? document->at("train") : empty;
+}
 
 CheckpointInfo read_checkpoint_info(const fs::path& dir) {
   return prefixed([&] { return read_info(dir); });

@@ -6,9 +6,9 @@
 //   DIR/NAME.npy                 one float64 .npy per parameter (DIR/blocks.0.attn.q.weight.npy)
 //   DIR/optimizer/SLOT/NAME.npy  the optimizer's state, if saved (SLOT: momentum, m, v)
 // .npy keeps doubles bit for bit and JSON numbers read back to the same double: loading is exact.
-// Loading checks everything (the files are exactly the listed ones, the architecture,
+// Loading checks everything (the files are exactly the listed ones with their SHA-256, the architecture,
 // each parameter's name, shape and finiteness, the optimizer's kind, slots and hyperparameters) before
-// it changes anything; a refusal is one gs::Error naming the file and the parameter.
+// it changes anything; a refusal is one gs::Error "checkpoint: ..." naming the file and the parameter.
 #pragma once
 
 #include <cstddef>
@@ -23,7 +23,6 @@
 
 #include "engine/array.hpp"
 #include "nn/config.hpp"
-#include "nn/io/json.hpp"
 #include "nn/module.hpp"
 #include "nn/optim.hpp"
 
@@ -44,8 +43,8 @@ struct CheckpointInfo {
   std::vector<std::pair<std::string, double>> optimizer_hyperparameters;
   std::vector<std::pair<std::string, Shape>> parameters;
 
-  // The "train" object given to save_checkpoint ({} if none), e.g. info.train().at("lr").as_double().
-  JsonField train() const;
+  // The "train" object given to save_checkpoint ({} if none), e.g. info.train().at("lr").get<double>().
+  const nlohmann::json& train() const;
 
   std::shared_ptr<const nlohmann::json> document;     // config.json as parsed
   std::shared_ptr<const VerifiedDirectory> files;     // the manifest, for load_checkpoint

@@ -1,13 +1,14 @@
 #include "nn/io/config_json.hpp"
 
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "engine/error.hpp"
 #include "nn/io/json.hpp"
 
 namespace gs::nn {
+
+using nlohmann::json;
 
 nlohmann::ordered_json model_config_json(const ModelConfig& c) {
   nlohmann::ordered_json j = {{"vocab", c.vocab},     {"context", c.context}, {"d_model", c.d_model},
@@ -22,50 +23,52 @@ nlohmann::ordered_json model_config_json(const ModelConfig& c) {
   return j;
 }
 
-namespace {
-
-std::size_t count(const JsonField& json, const std::string& key) {
-  return json.at(key).as_size_in(1, std::size_t{1} << 31);
+std::size_t json_count(const json& value, const std::string& name, std::size_t lo, std::size_t hi, const std::string& file) {
+  if (!value.is_number_unsigned() || value.get<std::uint64_t>() < lo || value.get<std::uint64_t>() > hi)
+    throw Error(file + ": " + name + " is " + value.dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 40) +
+                ", expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+  return value.get<std::size_t>();
 }
 
-}  // namespace
-
-ModelConfig model_config_from_json(const JsonField& json) {
-  ModelConfig c;
-  c.vocab = count(json, "vocab");
-  c.context = count(json, "context");
-  c.d_model = count(json, "d_model");
-  c.heads = count(json, "heads");
-  c.layers = count(json, "layers");
-  c.d_ff = count(json, "d_ff");
-  if (json.has("mixln_post")) c.mixln_post = json.at("mixln_post").as_size_in(0, std::size_t{1} << 31);
-  if (json.has("dyt_alpha")) {
-    const JsonField alpha = json.at("dyt_alpha");
-    c.dyt_alpha = alpha.as_double();
-    if (!std::isfinite(c.dyt_alpha)) alpha.fail("must be a finite number");
-  }
-  const JsonField placement = json.at("placement");
-  const std::string norm = json.at("norm").as_string(), residual = json.at("residual").as_string();
+ModelConfig model_config_from_json(const json& doc, const std::string& file) {
+  const std::size_t max = std::size_t{1} << 31;
   try {
-    c.placement = parse_placement(placement.as_string());
-    c.norm = parse_norm(norm);
-    c.residual = parse_residual(residual);
-    if (const std::string why = refusal(c); !why.empty()) throw Error("'" + placement_name(c) + "' is refused: " + why);
-  } catch (const Error& e) {
-    placement.fail(std::string("is not a placement: ") + e.what());
-  }
-  auto named = [&](const std::string& key, auto parse, const char* valid, auto& out) {  // an optional name
-    if (!json.has(key)) return;
+    ModelConfig c;
+    const auto count = [&](const char* key, std::size_t lo, std::size_t hi) { return json_count(doc.at(key), key, lo, hi, file); };
+    c.vocab = count("vocab", 1, max);
+    c.context = count("context", 1, max);
+    c.d_model = count("d_model", 1, max);
+    c.heads = count("heads", 1, max);
+    c.layers = count("layers", 1, max);
+    c.d_ff = count("d_ff", 1, max);
+    if (doc.contains("mixln_post")) c.mixln_post = count("mixln_post", 0, max);
+    if (doc.contains("seed")) c.seed = static_cast<unsigned>(count("seed", 0, 4294967295u));
+    if (doc.contains("dyt_alpha") && !std::isfinite(c.dyt_alpha = doc.at("dyt_alpha").get<double>()))
+      throw Error(file + ": dyt_alpha must be a finite number");
+    const auto name = [&](const char* key) { return doc.at(key).get<std::string>(); };
+    const std::string placement = name("placement"), norm = name("norm"), residual = name("residual");
     try {
-      out = parse(json.at(key).as_string());
-    } catch (const Error&) {
-      json.at(key).fail(valid);
+      c.placement = parse_placement(placement);
+      c.norm = parse_norm(norm);
+      c.residual = parse_residual(residual);
+      if (const std::string why = refusal(c); !why.empty()) throw Error("'" + placement_name(c) + "' is refused: " + why);
+    } catch (const Error& e) {
+      throw Error(file + ": placement is not a placement: " + e.what());
     }
-  };
-  named("init", parse_init, "is not an initialisation (valid: xavier, gpt2)", c.init);
-  named("qk_norm", parse_qk_norm, "is not a qk-norm (valid: none, layer, rms)", c.qk_norm);
-  if (json.has("seed")) c.seed = json.at("seed").as_unsigned();
-  return c;
+    const auto named = [&](const char* key, auto parse, const char* valid, auto& out) {  // an optional name
+      if (!doc.contains(key)) return;
+      try {
+        out = parse(name(key));
+      } catch (const Error&) {
+        throw Error(file + ": " + key + " " + valid);
+      }
+    };
+    named("init", parse_init, "is not an initialisation (valid: xavier, gpt2)", c.init);
+    named("qk_norm", parse_qk_norm, "is not a qk-norm (valid: none, layer, rms)", c.qk_norm);
+    return c;
+  } catch (const json::exception& e) {  // a member of another type: "(/placement) type must be string, but is number"
+    throw Error(json_error(file, e));
+  }
 }
 
 std::string architecture_difference(const ModelConfig& a, const ModelConfig& b) {

@@ -5,6 +5,7 @@
 // d_ff is written as the actual width (ModelConfig::ff()), never as 0.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -13,15 +14,19 @@
 
 namespace gs::nn {
 
-class JsonField;
-
 // Those members, in that order (include <nlohmann/json.hpp> to use the value).
 nlohmann::ordered_json model_config_json(const ModelConfig& config);
 
-// Reads them back from a parsed config.json: each count an integer from 1 to 2^31, the seed one from 0
-// to 2^32 - 1, placement, norm, residual and init known names ("init" and "seed" may be absent: xavier, 0). Throws
-// gs::Error naming the file and the member.
-ModelConfig model_config_from_json(const JsonField& json);
+// Reads them back from config.json's document: each count an integer from 1 to 2^31, the seed one from 0
+// to 2^32 - 1, placement, norm, residual and init known names ("init" and "seed" may be absent: xavier,
+// 0). Throws one gs::Error naming the file and the member ("FILE: layers is 1e+30, expected an integer
+// from 1 to 2147483648").
+ModelConfig model_config_from_json(const nlohmann::json& doc, const std::string& file);
+
+// value if it is an integer as JSON writes it (5, not 5.0, "5" or -1) from lo to hi; else gs::Error
+// "FILE: NAME is VALUE, expected an integer from LO to HI" (nlohmann's get<std::size_t> would cast).
+std::size_t json_count(const nlohmann::json& value, const std::string& name, std::size_t lo, std::size_t hi,
+                       const std::string& file);
 
 // "" if a and b build the same architecture (vocab, context, d_model, heads, layers, d_ff, the three
 // placement axes, mixln's K; not dyt_alpha, an initial value);

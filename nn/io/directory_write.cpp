@@ -1,13 +1,11 @@
 #include "nn/io/directory_write.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>  // renameat2, RENAME_EXCHANGE
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -21,12 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A test stops the process here when GRADSCOPE_TEST_PAUSE_AT names this point (see the header).
-void pause_point(const char* name) {
-  const char* at = std::getenv("GRADSCOPE_TEST_PAUSE_AT");
-  if (at && std::strcmp(at, name) == 0) ::raise(SIGSTOP);
-}
-
 // Flushes everything written on the file system of `dir` to the disk: one syncfs, rather than an
 // fsync per file (which costs a few milliseconds each on a journalling file system).
 void sync_tree(const fs::path& dir) {
@@ -34,34 +26,6 @@ void sync_tree(const fs::path& dir) {
   const int rc = fd < 0 ? -1 : ::syncfs(fd), e = errno;
   if (fd >= 0) ::close(fd);
   if (rc != 0) throw Error("cannot sync " + dir.string() + " to the disk: " + std::strerror(e));
-}
-
-// Puts the complete directory `tmp` in place of `target` (`existed`: a directory to replace) and
-// removes the previous version: the second half of write_directory_atomically (the header says how).
-void swap_into_place(const fs::path& tmp, const fs::path& target, const fs::path& parent, bool existed) {
-  std::error_code ec;
-  pause_point("directory.swapping");
-  fs::path previous = tmp;  // where an exchange leaves the previous version
-  int rc = existed ? ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE)
-                   : ::rename(tmp.c_str(), target.c_str());
-  if (rc != 0 && existed && (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP)) {
-    // No exchange on this file system: two renames; a run killed between them leaves the previous
-    // version whole under the .old name.
-    previous = target.string() + ".old-" + std::to_string(::getpid());
-    rc = ::rename(target.c_str(), previous.c_str());
-    if (rc == 0 && (rc = ::rename(tmp.c_str(), target.c_str())) != 0) fs::rename(previous, target, ec);  // put it back
-  }
-  if (rc != 0) {
-    const std::string why = std::strerror(errno);
-    fs::remove_all(tmp, ec);
-    throw Error("cannot put " + tmp.string() + " in place of " + target.string() + ": " + why);
-  }
-  fsync_directory(parent);  // the rename
-  if (!existed) return;
-  pause_point("directory.cleaning");
-  if (fs::remove_all(previous, ec); ec)
-    throw Error("wrote " + target.string() + " but cannot remove its previous version " + previous.string() + ": " +
-                ec.message());
 }
 
 }  // namespace
@@ -76,7 +40,6 @@ void DirectoryWriter::write(const std::string& relative, std::string_view bytes)
   std::ofstream out(path, std::ios::binary);
   if (!out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())).flush()) throw Error("cannot write " + path.string());
   files_.push_back({relative, sha256_hex(bytes)});
-  if (files_.size() == 1) pause_point("directory.filling");
 }
 
 void write_directory_atomically(const fs::path& dir, const OutputTag& tag, const std::function<void(DirectoryWriter&)>& fill) {
@@ -92,7 +55,7 @@ void write_directory_atomically(const fs::path& dir, const OutputTag& tag, const
     throw Error("cannot write " + target.string() + ": it " + why + "; not replacing it");
   if (fs::create_directories(parent, ec); ec) throw Error("cannot create " + parent.string() + ": " + ec.message());
 
-  const fs::path tmp = temporary_name(target);
+  const fs::path tmp = temporary_name(target), old = target.string() + ".old-" + std::to_string(::getpid());
   if (!fs::create_directory(tmp, ec) || ec)
     throw Error("cannot create " + tmp.string() + ": " + (ec ? ec.message() : "it exists"));
   try {
@@ -101,11 +64,21 @@ void write_directory_atomically(const fs::path& dir, const OutputTag& tag, const
     std::ofstream manifest(tmp / manifest_name);
     if (!(manifest << manifest_text(tag, &writer.files_)).flush()) throw Error("cannot write " + (tmp / manifest_name).string());
     sync_tree(tmp);
+    if (existed && ::rename(target.c_str(), old.c_str()) != 0)
+      throw Error("cannot move " + target.string() + " aside to " + old.string() + ": " + std::strerror(errno));
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;
   }
-  swap_into_place(tmp, target, parent, existed);
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    if (existed) ::rename(old.c_str(), target.c_str());  // put it back
+    fs::remove_all(tmp, ec);
+    throw Error("cannot put " + tmp.string() + " in place of " + target.string() + ": " + why);
+  }
+  fsync_directory(parent);  // the renames
+  if (existed && (fs::remove_all(old, ec), ec))
+    throw Error("wrote " + target.string() + " but cannot remove its previous version " + old.string() + ": " + ec.message());
 }
 
 VerifiedDirectory::VerifiedDirectory(fs::path dir, const std::string& kind) : dir_(std::move(dir)) {

@@ -1,17 +1,15 @@
 // Directories written as a whole (checkpoints, dumps), and read back with every file verified.
 //
 // write_directory_atomically(dir, tag, fill) refuses a dir that `tag` may not replace (nn/io/ownership.hpp),
-// writes "<dir>.tmp-<pid>" (fill's files, then the manifest listing them with their SHA-256), flushes it to the disk
-// (syncfs), and swaps it with dir in one step (renameat2 RENAME_EXCHANGE; where the file system cannot,
-// dir is first renamed to "<dir>.old-<pid>"), then removes the previous version. A run killed at any
-// moment leaves dir as it was or complete; if fill throws, dir is untouched.
+// writes "<dir>.tmp-<pid>" (fill's files, then the manifest listing them with their SHA-256), flushes it
+// to the disk (one syncfs), renames an existing dir aside to "<dir>.old-<pid>", renames the new one in,
+// flushes the parent and removes the old one. If fill throws, dir is untouched. A run killed at any
+// moment leaves dir as it was, or complete, or (killed between the two renames) absent, with its
+// previous version whole under the .old name; leftovers stay for the user to remove.
 //
 // VerifiedDirectory reads one back: its manifest must be gradscope's, of the expected kind, and list its
 // files; every file read through it must be listed and have the listed SHA-256 (a byte changed after
 // the write is refused, even where the value it makes is a plausible number).
-//
-// With GRADSCOPE_TEST_PAUSE_AT set to directory.filling, directory.swapping or directory.cleaning, the
-// writing process stops itself (SIGSTOP) there, for tests/test_io_interrupt.cpp to kill it.
 #pragma once
 
 #include <cstddef>

@@ -20,8 +20,7 @@ double write_dump(const std::filesystem::path& dir, std::string_view program, co
   l.backward();
 
   nlohmann::ordered_json doc = {{"format", "gradscope dump"}};
-  const nlohmann::ordered_json model_fields = model_config_json(config);  // a named value: items() refers into it
-  for (const auto& [key, v] : model_fields.items()) doc[key] = v;
+  doc.update(model_config_json(config));
   write_directory_atomically(dir, {std::string(program), "dump"}, [&](DirectoryWriter& out) {
     out.write("config.json", doc.dump(2) + "\n");
     for (const NamedParameter& p : model.named_parameters()) {

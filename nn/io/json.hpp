@@ -1,16 +1,16 @@
 // JSON for gradscope's files, read and written with nlohmann-json (only .cpp files include its full
-// header). parse_json is nlohmann's parser with a callback that refuses what it lets through: a key
-// given twice in one object, and nesting deeper than json_max_depth (2,000,000 '[' stop at the 65th).
-// JsonField reads members with checked conversions. Every refusal is one gs::Error naming the file and
-// the line (nlohmann's message), the key or the member's path: "layers": 1e30, -1, 2.5 or "5" for a count is
-//   ck/config.json: layers is 1e+30, expected an integer from 0 to 18446744073709551615
+// header). nlohmann is built with JSON_DIAGNOSTICS (nn/CMakeLists.txt), so that its errors name the
+// member's path: "(/train/flags/--lr) type must be string, but is number". parse_json is nlohmann's
+// parser with a callback that refuses what nlohmann lets through: a key given twice in one object, and
+// nesting deeper than json_max_depth (copying and printing a value recurse). A reader calls nlohmann's
+// own at() and get<T>() and catches their exception once, as one gs::Error naming the file (json_error).
 #pragma once
 
 #include <cstddef>
+#include <exception>
 #include <filesystem>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -18,36 +18,10 @@ namespace gs::nn {
 
 inline constexpr std::size_t json_max_depth = 64;
 
-nlohmann::json parse_json(std::string_view text, const std::string& file);
+nlohmann::json parse_json(std::string_view text, const std::string& file);  // gs::Error "FILE: invalid JSON: ..."
 nlohmann::json read_json_file(const std::filesystem::path& path, std::size_t max_bytes);  // read_file, then parse_json
 
-// A value inside a parsed document (which must outlive it), with its file and path (train.lr, p["x.w"][1]).
-class JsonField {
- public:
-  JsonField(const nlohmann::json& value, std::string file, std::string path = "");
-
-  bool is_object() const;
-  bool has(const std::string& key) const;      // an object with that member
-  JsonField at(const std::string& key) const;  // throws if missing or if this is no object
-  JsonField at(std::size_t index) const;       // throws if out of range or if this is no array
-  std::size_t size() const;                    // an array's elements or an object's members
-  std::vector<std::string> keys() const;       // an object's member names, sorted
-
-  std::size_t as_size(std::size_t max = static_cast<std::size_t>(-1)) const;  // an integer in [0, max]
-  std::size_t as_size_in(std::size_t min, std::size_t max) const;
-  unsigned as_unsigned() const;
-  double as_double() const;  // always finite: JSON has no NaN
-  bool as_bool() const;
-  const std::string& as_string() const;
-
-  const nlohmann::json& json() const { return *value_; }
-  const std::string& file() const { return file_; }
-  const std::string& path() const { return path_; }
-  [[noreturn]] void fail(const std::string& what) const;  // gs::Error "FILE: PATH WHAT"
-
- private:
-  const nlohmann::json* value_;
-  std::string file_, path_;
-};
+// "FILE: WHAT" for an exception e of nlohmann, WHAT its message without the "[json.exception.type_error.302] ".
+std::string json_error(const std::string& file, const std::exception& e);
 
 }  // namespace gs::nn

@@ -7,8 +7,8 @@
 //   - A single file (--graph, --html) is created new, or replaced only when its first 4 KiB carry our
 //     marker "written by gradscope PROGRAM" (a comment in DOT, SVG and HTML), or with --overwrite.
 //     A PNG cannot carry the marker: an existing one is replaced only with --overwrite.
-//   - Nothing is written into a directory written as a whole, nor through a symbolic link, a FIFO or
-//     a device; every refusal is one line naming the flag and the path, before any work.
+//   - Nothing is written through a symbolic link, a FIFO or a device; every refusal is one line naming
+//     the flag and the path, before any work. Only the directory itself is looked at, never its ancestors.
 //   - "<target>.tmp-<pid>" beside a target is where a write of it happens. A run killed mid-write
 //     leaves it behind; the user removes it (the next run writes under its own pid).
 #pragma once
@@ -53,8 +53,6 @@ void check_output_file(const std::filesystem::path& file, std::string_view flag,
 std::string why_not_replaceable(const std::filesystem::path& dir, const OutputTag& tag);
 // The first entry under `dir` that is neither the manifest nor listed in `m` (nor on the way to one).
 std::string first_unlisted_file(const std::filesystem::path& dir, const Manifest& m);
-// Refuses a target inside a directory written as a whole (a file added would make it unreadable).
-void check_not_inside_whole_output(const std::filesystem::path& target, std::string_view flag);
 // Refuses a path that could not be created (tried by creating and removing "<path>.tmp-<pid>").
 void check_creatable(const std::filesystem::path& path, std::string_view flag);
 // Throws gs::Error "FLAG PATH: WHAT", the form of every refusal of an output path.
