@@ -1,4 +1,4 @@
-// Helpers shared by the file tests (test_train_io, test_io_*): temporary directories, raw writes,
+// Helpers shared by the file tests (test_io_*): temporary directories, raw writes,
 // bitwise comparison, and resealing a directory's manifest after a test has changed its files on
 // purpose (so that the checks behind the checksums can be reached).
 #pragma once

@@ -10,7 +10,7 @@
 #include "check.hpp"
 #include "nn/data/markov.hpp"
 
-namespace test_train_data {  // one namespace per test file: the files compile in groups
+namespace test_nn_data {  // one namespace per test file: the files compile in groups
 
 using namespace gs;
 using namespace gs::nn;
@@ -162,4 +162,4 @@ TEST_CASE("random Markov chains are seeded, valid and well below log V", "[train
   REQUIRE_THROWS_WITH(MarkovChain(2, 1, {{0.5, 0.6}, {0.5, 0.5}}), Catch::Contains("not a distribution"));
 }
 
-}  // namespace test_train_data
+}  // namespace test_nn_data

@@ -12,7 +12,7 @@
 #include "nn/io/npy.hpp"
 #include "nn/transformer_lm.hpp"
 
-namespace test_train_io {  // one namespace per test file: the files compile in groups
+namespace test_io_checkpoint {  // one namespace per test file: the files compile in groups
 
 using namespace gs;
 using namespace gs::nn;
@@ -313,4 +313,4 @@ TEST_CASE("dump: config, parameters, gradients, batch and loss of one batch", "[
   Tape::current().reset();
 }
 
-}  // namespace test_train_io
+}  // namespace test_io_checkpoint

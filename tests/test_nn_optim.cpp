@@ -11,7 +11,7 @@
 #include "nn/optim.hpp"
 #include "nn/schedule.hpp"
 
-namespace test_train_optim {  // one namespace per test file: the files compile in groups
+namespace test_nn_optim {  // one namespace per test file: the files compile in groups
 
 using namespace gs;
 using namespace gs::nn;
@@ -415,4 +415,4 @@ TEST_CASE("during a hold Adam's moments move and the weights do not, with or wit
   }
 }
 
-}  // namespace test_train_optim
+}  // namespace test_nn_optim
