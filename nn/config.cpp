@@ -23,10 +23,6 @@ E parse_name(const std::string& name, const std::vector<std::string>& names, con
 }
 
 const std::vector<std::string> placement_names = {"post", "pre", "peri", "mixln", "b2t", "out"};
-const std::vector<std::string> norm_names = {"layer", "rms", "dyt", "none"};
-const std::vector<std::string> residual_names = {"none", "deepnorm", "admin", "rezero", "lns"};
-const std::vector<std::string> init_names = {"xavier", "gpt2"};
-const std::vector<std::string> qk_norm_names = {"none", "layer", "rms"};
 
 struct Preset {
   std::string name;
@@ -57,10 +53,27 @@ std::vector<std::string> split_spec(const std::string& spec) {
 
 }  // namespace
 
+const std::vector<std::string>& norm_names() {
+  static const std::vector<std::string> names = {"layer", "rms", "dyt", "none"};
+  return names;
+}
+const std::vector<std::string>& residual_names() {
+  static const std::vector<std::string> names = {"none", "deepnorm", "admin", "rezero", "lns"};
+  return names;
+}
+const std::vector<std::string>& init_names() {
+  static const std::vector<std::string> names = {"xavier", "gpt2"};
+  return names;
+}
+const std::vector<std::string>& qk_norm_names() {
+  static const std::vector<std::string> names = {"none", "layer", "rms"};
+  return names;
+}
+
 std::string to_string(Placement placement) { return placement_names.at(static_cast<std::size_t>(placement)); }
-std::string to_string(Norm norm) { return norm_names.at(static_cast<std::size_t>(norm)); }
-std::string to_string(Residual residual) { return residual_names.at(static_cast<std::size_t>(residual)); }
-std::string to_string(Init init) { return init_names.at(static_cast<std::size_t>(init)); }
+std::string to_string(Norm norm) { return norm_names().at(static_cast<std::size_t>(norm)); }
+std::string to_string(Residual residual) { return residual_names().at(static_cast<std::size_t>(residual)); }
+std::string to_string(Init init) { return init_names().at(static_cast<std::size_t>(init)); }
 
 Placement parse_placement(const std::string& name) {
   if (name == "sandwich") return Placement::peri;
@@ -70,11 +83,11 @@ Placement parse_placement(const std::string& name) {
     throw Error("placement: unknown placement '" + name + "' (valid: post, pre, peri, sandwich, mixln, b2t, out)");
   }
 }
-Norm parse_norm(const std::string& name) { return parse_name<Norm>(name, norm_names, "norm"); }
-Residual parse_residual(const std::string& name) { return parse_name<Residual>(name, residual_names, "residual"); }
-Init parse_init(const std::string& name) { return parse_name<Init>(name, init_names, "init"); }
-std::string to_string(QkNorm qk_norm) { return qk_norm_names.at(static_cast<std::size_t>(qk_norm)); }
-QkNorm parse_qk_norm(const std::string& name) { return parse_name<QkNorm>(name, qk_norm_names, "qk_norm"); }
+Norm parse_norm(const std::string& name) { return parse_name<Norm>(name, norm_names(), "norm"); }
+Residual parse_residual(const std::string& name) { return parse_name<Residual>(name, residual_names(), "residual"); }
+Init parse_init(const std::string& name) { return parse_name<Init>(name, init_names(), "init"); }
+std::string to_string(QkNorm qk_norm) { return qk_norm_names().at(static_cast<std::size_t>(qk_norm)); }
+QkNorm parse_qk_norm(const std::string& name) { return parse_name<QkNorm>(name, qk_norm_names(), "qk_norm"); }
 
 const std::vector<std::string>& placement_presets() {
   static const std::vector<std::string> names = [] {
@@ -129,7 +142,7 @@ void apply_placement(ModelConfig& config, const std::string& spec) {
     const std::vector<std::string> parts = split_spec(spec);
     const std::string valid = "valid: a preset (" + joined(placement_presets()) +
                               ") or P/N/R with P one of post, pre, peri, sandwich, mixln, b2t, out, N one of " +
-                              joined(norm_names) + " (default layer), R one of " + joined(residual_names) +
+                              joined(norm_names()) + " (default layer), R one of " + joined(residual_names()) +
                               " (default none)";
     try {
       if (parts.size() > 3 || parts[0].empty()) throw Error("");

@@ -34,6 +34,11 @@ std::string to_string(Init init);            // "xavier", "gpt2"
 Init parse_init(const std::string& name);
 std::string to_string(QkNorm qk_norm);       // "none", "layer", "rms"
 QkNorm parse_qk_norm(const std::string& name);
+// The names parse_norm, parse_residual, parse_init and parse_qk_norm take, in the enum's order.
+const std::vector<std::string>& norm_names();
+const std::vector<std::string>& residual_names();
+const std::vector<std::string>& init_names();
+const std::vector<std::string>& qk_norm_names();
 
 struct ModelConfig {
   std::size_t vocab = 64;
