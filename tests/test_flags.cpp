@@ -36,7 +36,7 @@ TEST_CASE("a whole number is digits only, each element of a list checked; --help
   add_flag(app, "--steps", steps, "training steps", Whole{1, 1000});
   add_flag(app, "--depths", depths, "depths", Whole{1});
   finish_cli(app);
-  auto refusal = [&](const std::vector<std::string>& args) -> std::string {
+  auto refusal = [&](std::vector<std::string> args) -> std::string {
     try {
       app.parse(args);
     } catch (const CLI::ParseError& e) {

@@ -1,5 +1,5 @@
 // An Experiment's flags (harness.hpp): the ones it adds, and the checks of the flags given together
-// before any work (each flag's own range is checked at the flag, flags.cpp).
+// before any work (each flag's own range is checked where it is added, flags.hpp).
 #include <limits>
 
 #include "experiments/lib/harness.hpp"

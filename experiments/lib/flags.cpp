@@ -50,7 +50,9 @@ CLI::Validator whole(const Whole& w, std::uint64_t type_max) {
     if (ec == std::errc::result_out_of_range || v > hi)
       return own_max ? "'" + text + "' is too large for " + range
                      : "'" + text + "' is too large: the most it may be is " + std::to_string(hi);
-    return v >= w.lo ? "" : "'" + text + "' is not " + range;
+    if (v < w.lo) return "'" + text + "' is not " + range;
+    text = std::to_string(v);  // "010" as 10: CLI11 would read a leading 0 as octal
+    return "";
   });
 }
 
