@@ -180,10 +180,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> placements{"post", "pre"};
   int reps = 5, adam_steps = 10;
   double tolerance = 1e-3;
-  experiments::add_flag(ex.app, "--placements", placements, "placements to measure (comma-separated)");
-  experiments::add_flag(ex.app, "--reps", reps, "repetitions of the timed gradient and hvp (the median is reported)");
-  experiments::add_flag(ex.app, "--tolerance", tolerance, "Lanczos's tolerance: residual <= tolerance * |lambda|");
-  experiments::add_flag(ex.app, "--adam-steps", adam_steps, "Adam steps before the preconditioned lambda_max");
+  experiments::add_flag(ex.app, "--placements", placements, "placements to measure (comma-separated)",
+                        experiments::placement());
+  experiments::add_flag(ex.app, "--reps", reps, "repetitions of the timed gradient and hvp (the median is reported)",
+                        experiments::Whole{1});
+  experiments::add_flag(ex.app, "--tolerance", tolerance, "Lanczos's tolerance: residual <= tolerance * |lambda|",
+                        experiments::Real::within(1e-12, 0.5));
+  experiments::add_flag(ex.app, "--adam-steps", adam_steps, "Adam steps before the preconditioned lambda_max",
+                        experiments::Whole{1});
   return ex.main(argc, argv, [&] {
     openblas_set_num_threads(1);
     nn::CorpusOptions mo;  // the warmup grid's corpus: vocab 16, order 2, concentration 0.05

@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   experiments::Experiment ex("bench_engine_overhead",
                              "The tape's per-op overhead: a chain of scalar ops, forward and backward, against plain xtensor");
   int chain = 10000, reps = 30;
-  experiments::add_flag(ex.app, "--chain", chain, "ops in the chain");
-  experiments::add_flag(ex.app, "--reps", reps, "repetitions (the median is reported)");
+  experiments::add_flag(ex.app, "--chain", chain, "ops in the chain", experiments::Whole{3});
+  experiments::add_flag(ex.app, "--reps", reps, "repetitions (the median is reported)", experiments::Whole{1});
   return ex.main(argc, argv, [&] { run(chain, reps); });
 }

@@ -287,8 +287,9 @@ int main(int argc, char** argv) {
   experiments::Experiment ex("bench_train_step", "One training step of TransformerLM against its GEMM floor, and its peak memory");
   int reps = 10;
   std::string which = "both";
-  experiments::add_flag(ex.app, "--reps", reps, "timed steps per size (the median is reported)");
-  experiments::add_flag(ex.app, "--size", which, "small (B=16 T=32 d=64), large (B=8 T=128 d=128) or both");
+  experiments::add_flag(ex.app, "--reps", reps, "timed steps per size (the median is reported)", experiments::Whole{1});
+  experiments::add_flag(ex.app, "--size", which, "small (B=16 T=32 d=64), large (B=8 T=128 d=128) or both",
+                        experiments::one_of({"small", "large", "both"}));
   return ex.main(argc, argv, [&] {
     std::printf("One training step of TransformerLM against the same matrix products alone, one thread.\n\n");
     // The larger size first, so that the smaller one's memory is not part of its heap.

@@ -468,22 +468,24 @@ int main(int argc, char** argv) {
   ex.placements = {"post", "pre"};
   ex.seeds = 5;
   CausesOptions o;
-  add_flag(ex.app, "--lr", o.lr, "the learning rate of every row (constant after any warmup)");
+  add_flag(ex.app, "--lr", o.lr, "the learning rate of every row (constant after any warmup)", Real::above(0));
   add_training_flags(ex.app, o, {"--steps", "--eval-batches", "--margin", "--window"});
   describe(ex.app, "--margin", "verdict margin in nats (as in warmup; also for 'beat frozen')");
   describe(ex.app, "--window", "the last steps over which g0/gL, LN-in RMS, LN gain and b0 |g|/eps are averaged");
   add_flag(ex.app, "--rows", o.rows, "the rows to run, by their names as the table prints them (comma-separated; default all)");
-  add_flag(ex.app, "--warmups", o.warmups, "the warmup rows' lengths W (comma-separated)");
-  add_flag(ex.app, "--hold", o.hold, "the hold row's N: steps at lr 0 that update Adam's moments");
-  add_flag(ex.app, "--adam-beta2", o.beta2, "the beta2 rows' beta2, of Adam and of RAdam (every other row: 0.98)");
-  add_flag(ex.app, "--sgd-lr", o.sgd_lr, "the SGD rows' learning rate (SGD with momentum 0.9, constant)");
-  add_flag(ex.app, "--clamp", o.clamp, "the clamp row's C: each branch at most C times its skip's RMS");
-  add_flag(ex.app, "--branch-scale", o.branch_scale, "the scale row's K: each branch times K");
-  add_flag(ex.app, "--control-steps", o.control_steps, "the clamp and scale rows' N: the first steps they act on");
-  add_flag(ex.app, "--group-warmup", o.group_warmup, "the per-group warmup rows' length W");
-  add_flag(ex.app, "--boost", o.boost, "the oversized-steps row's M: the lr times M for its first steps");
-  add_flag(ex.app, "--boost-steps", o.boost_steps, "the oversized-steps row's N");
-  add_flag(ex.app, "--reset-step", o.reset_step, "the reset and graft rows' step S (below --steps)");
+  add_flag(ex.app, "--warmups", o.warmups, "the warmup rows' lengths W (comma-separated)", Whole{0});
+  add_flag(ex.app, "--hold", o.hold, "the hold row's N: steps at lr 0 that update Adam's moments",
+           Whole{0, Whole::no_max, "0: none"});
+  add_flag(ex.app, "--adam-beta2", o.beta2, "the beta2 rows' beta2, of Adam and of RAdam (every other row: 0.98)",
+           Real::within(0, 1 - 1e-9));
+  add_flag(ex.app, "--sgd-lr", o.sgd_lr, "the SGD rows' learning rate (SGD with momentum 0.9, constant)", Real::above(0));
+  add_flag(ex.app, "--clamp", o.clamp, "the clamp row's C: each branch at most C times its skip's RMS", Real::above(0));
+  add_flag(ex.app, "--branch-scale", o.branch_scale, "the scale row's K: each branch times K", Real::above(0));
+  add_flag(ex.app, "--control-steps", o.control_steps, "the clamp and scale rows' N: the first steps they act on", Whole{0});
+  add_flag(ex.app, "--group-warmup", o.group_warmup, "the per-group warmup rows' length W", Whole{1});
+  add_flag(ex.app, "--boost", o.boost, "the oversized-steps row's M: the lr times M for its first steps", Real::above(0));
+  add_flag(ex.app, "--boost-steps", o.boost_steps, "the oversized-steps row's N", Whole{0});
+  add_flag(ex.app, "--reset-step", o.reset_step, "the reset and graft rows' step S (below --steps)", Whole{0});
   add_corpus_flags(ex.app, o.corpus, false);
   ex.hold_holds_every_run = false;  // --hold is the hold row's: checked by rows_problem if that row runs
   ex.check_flags = [&]() -> std::string {

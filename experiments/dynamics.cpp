@@ -568,13 +568,13 @@ int main(int argc, char** argv) {
   ex.model = stability_model();
   ex.placements = {"post", "pre"};
   DynamicsOptions o;
-  add_flag(ex.app, "--warmups", o.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)");
-  add_flag(ex.app, "--lr", o.lr, "peak learning rate (Adam(0.9, 0.98); constant after the warmup)");
+  add_flag(ex.app, "--warmups", o.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)", Whole{0});
+  add_flag(ex.app, "--lr", o.lr, "peak learning rate (Adam(0.9, 0.98); constant after the warmup)", Real::above(0));
   add_training_flags(ex.app, o, {"--steps", "--eval-batches", "--clip", "--margin"});
   describe(ex.app, "--steps", "training steps recorded");
-  add_flag(ex.app, "--early", o.early, "link 1: the max output move is taken over steps 1..early");
+  add_flag(ex.app, "--early", o.early, "link 1: the max output move is taken over steps 1..early", Whole{1});
   add_flag(ex.app, "--early-window", o.early_window, "the early-window table: steps 1..N (printed at 1, 2, 3, 5, 10, "
-           "20, ..., N; every step in early_window.csv)");
+           "20, ..., N; every step in early_window.csv)", Whole{1});
   add_corpus_flags(ex.app, o.corpus, true);
   add_optimizer_flags(ex.app, o.opt, true);
   describe(ex.app, "--placements", "placements to train (comma-separated)");

@@ -25,6 +25,8 @@
 
 using namespace gs::explorer;
 using gs::experiments::add_flag;
+using gs::experiments::Real;
+using gs::experiments::Whole;
 
 namespace {
 
@@ -84,14 +86,14 @@ int main(int argc, char** argv) {
   add_flag(app, "--runs", runs,
            "PLACEMENT:WARMUP[:CHANGE] runs to train (comma-separated; empty: none); CHANGE: radam, or an "
            "intervention of `causes` in every block (ln-undo-gain, ln-detach-stats, detach-skip, detach-branch, freeze-ln)");
-  add_flag(app, "--steps", o.steps, "training steps per run");
-  add_flag(app, "--lr", o.lr, "peak learning rate of Adam(0.9, 0.98)");
-  add_flag(app, "--layers", o.model.layers, "blocks (the graph view draws up to about 4)");
-  add_flag(app, "--d-model", o.model.d_model, "model width");
-  add_flag(app, "--heads", o.model.heads, "attention heads (must divide --d-model)");
-  add_flag(app, "--d-ff", o.model.d_ff, "feed-forward width");
-  add_flag(app, "--seed", o.model.seed, "initialisation, corpus and batch seed");
-  add_flag(app, "--jobs", o.jobs, "runs trained at once");
+  add_flag(app, "--steps", o.steps, "training steps per run", Whole{0, Whole::no_max, "0: the pass at initialization only"});
+  add_flag(app, "--lr", o.lr, "peak learning rate of Adam(0.9, 0.98)", Real::above(0));
+  add_flag(app, "--layers", o.model.layers, "blocks (the graph view draws up to about 4)", Whole{1});
+  add_flag(app, "--d-model", o.model.d_model, "model width", Whole{1});
+  add_flag(app, "--heads", o.model.heads, "attention heads (must divide --d-model)", Whole{1});
+  add_flag(app, "--d-ff", o.model.d_ff, "feed-forward width", Whole{0, Whole::no_max, "0: 4 x --d-model"});
+  add_flag(app, "--seed", o.model.seed, "initialisation, corpus and batch seed", Whole{0});
+  add_flag(app, "--jobs", o.jobs, "runs trained at once", Whole{1, gs::experiments::max_jobs()});
 
   return ex.main(argc, argv, [&] {
     if (html.file.empty()) throw gs::experiments::FlagError("--html: the page needs a file name");

@@ -300,7 +300,7 @@ int main(int argc, char** argv) {
                 "block's FFN gradient vs depth (Xiong et al. 2020, Theorem 1).", "out/gradflow");
   ex.model.layers = 8;  // the depth of the per-layer profile (a)
   std::vector<std::size_t> depths = {2, 4, 8, 16, 32};
-  add_flag(ex.app, "--depths", depths, "depths L of the last-block scan (b) (comma-separated)");
+  add_flag(ex.app, "--depths", depths, "depths L of the last-block scan (b) (comma-separated)", Whole{1});
   describe(ex.app, "--layers", "depth of the per-layer profile (a)");
   return ex.main(argc, argv, [&] {
     const ModelOptions& mo = ex.model;

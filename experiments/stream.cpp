@@ -373,10 +373,11 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> depths = {4, 12};
   std::size_t steps = 0, warmup = 0;  // Adam steps before measuring; 0: measure at initialization
   double lr = 1e-3;
-  add_flag(ex.app, "--layers-list", depths, "depths to measure, e.g. 4,12 (instead of --layers)");
-  add_flag(ex.app, "--steps", steps, "Adam(0.9, 0.98) steps to train before measuring");
-  add_flag(ex.app, "--lr", lr, "learning rate of those steps");
-  add_flag(ex.app, "--warmup", warmup, "linear warmup steps of those steps");
+  add_flag(ex.app, "--layers-list", depths, "depths to measure, e.g. 4,12 (instead of --layers)", Whole{1});
+  add_flag(ex.app, "--steps", steps, "Adam(0.9, 0.98) steps to train before measuring",
+           Whole{0, Whole::no_max, "0: measure at initialization"});
+  add_flag(ex.app, "--lr", lr, "learning rate of those steps", Real::above(0));
+  add_flag(ex.app, "--warmup", warmup, "linear warmup steps of those steps", Whole{0});
   describe(ex.app, "--placements", "placements to compare, e.g. post,pre (instead of --placement)");
   describe(ex.app, "--dump", "write the first seed's model of each placement and depth (after --steps) with its "
                              "gradients on one fresh batch to DIR/<placement>-L<depth>/");

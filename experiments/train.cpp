@@ -6,10 +6,12 @@
 //   build/bin/train --steps 1000 --save ckpt     (Ctrl-C saves the last finished step) then
 //   build/bin/train --resume ckpt                (continues to step 1000 with the recorded flags)
 //
-// Every step draws its batch from an RNG seeded by (seed, step), and the checkpoint records every flag
-// that decides the run (resume.hpp), so a resumed run sees exactly the batches and learning rates the
+// Every step draws its batch from an RNG seeded by (seed, step), and the checkpoint records the options
+// that decide the run (train_record), so a resumed run sees exactly the batches and learning rates the
 // uninterrupted run would have seen, and ends with the same weights, bit for bit.
+#include <charconv>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -21,13 +23,25 @@
 #include "experiments/lib/graph.hpp"
 #include "experiments/lib/interrupt.hpp"
 #include "experiments/lib/outputs.hpp"
-#include "experiments/lib/resume.hpp"
 #include "nn/io/checkpoint.hpp"
 #include "nn/io/checksum.hpp"
 #include "nn/io/config_json.hpp"
 #include "nn/io/json.hpp"
 
 using Clock = std::chrono::steady_clock;
+
+// The options a checkpoint records (train_record), as typed JSON: every one that decides the run. Not
+// the outputs and what only prints (--out --save --resume --dump --graph --sample --temperature --html
+// --seeds), nor the corpus's sizes, which no flag sets.
+namespace gs::nn {
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CorpusOptions, text, order, concentration)
+}
+namespace gs::experiments {
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ModelOptions, vocab, layers, d_model, heads, d_ff, seq, batch, placement, norm,
+                                   residual, mixln_post, dyt_alpha, qk_norm, init, seed)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OptimizerSetup, optimizer, beta1, beta2, eps, weight_decay, hold, adam_v0, z_loss,
+                                   intervene)
+}  // namespace gs::experiments
 
 namespace {
 
@@ -49,6 +63,8 @@ struct TrainOptions : TrainingOptions {  // --steps 1500 --clip 1 --eval-batches
   std::size_t sample = 0;
   double temperature = 1.0;          // 0: greedy
 };
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrainOptions, steps, clip, eval_batches, lr, warmup, schedule, schedule_steps, eval_every,
+                                   opt, corpus)
 
 // n tokens sampled one at a time from softmax(logits / temperature), each conditioned on the last
 // `context` tokens, starting from one token of the validation split. Temperature 0 is the limit:
@@ -87,44 +103,94 @@ std::string sample(nn::TransformerLM& model, const nn::Dataset& data, std::size_
   return data.decode(nn::Tokens(tokens.begin() + 1, tokens.end()));
 }
 
-// How a checkpoint records train's flags (resume.hpp): outputs and what only prints are not recorded;
-// --steps and the evaluation may change on resume; --text is compared by its content.
-const FlagKinds train_flag_kinds = {
-    {"--out", "--save", "--resume", "--dump", "--graph", "--graph-step", "--sample", "--temperature", "--html", "--html-add",
-     "--snapshot-steps", "--seeds", "--overwrite"},
-    {"--steps", "--eval-every", "--eval-batches"},
-    {"--text"}};
+// ---- what a checkpoint records of the run, and --resume ----
 
-// A resumed run takes every flag from the checkpoint (unless given, then it must agree), and the same
-// data: a text file with the SHA-256 the checkpoint records.
-void restore_from_checkpoint(Experiment& ex, TrainOptions& o, const nn::CheckpointInfo& resumed) {
-  const nlohmann::json& train = resumed.train();
-  if (!train.contains("flags"))
-    throw Error("--resume " + o.resume + ": the checkpoint records no training flags (an earlier gradscope train saved "
-                "it), so its run cannot be continued exactly");
-  const bool text_given = ex.app.get_option("--text")->count() > 0;
-  try {  // a member of another type (a checkpoint edited by hand): nlohmann's error, naming the member
-    restore_flags(ex.app, train.at("flags"), train_flag_kinds, o.resume);
-    const std::string saved_text = train.at("flags").value("--text", "");
-    if (text_given && saved_text.empty() && !o.corpus.text.empty())
-      throw Error("--resume " + o.resume + ": --text " + o.corpus.text + " contradicts the checkpoint, which was trained on the "
-                  "Markov corpus (leave --text out)");
-    if (!o.corpus.text.empty() && train.contains("data_sha256")) {
-      const std::string saved = train.at("data_sha256").get<std::string>(), now = nn::sha256_of_file(o.corpus.text);
-      if (saved != now)
-        throw Error("--resume " + o.resume + ": --text " + o.corpus.text + " has SHA-256 " + now + ", the checkpoint was trained on " +
-                    saved_text + " with SHA-256 " + saved + " (the same name must also be the same bytes)");
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("--resume " + o.resume + ": " + nn::json_error((resumed.dir / "config.json").string(), e));
-  }
+// The flag that sets a member of the record: "--" and the member's name with dashes, but for these.
+std::string flag_of(const std::string& member) {
+  static const std::map<std::string, std::string> renamed = {{"beta1", "--adam-beta1"}, {"beta2", "--adam-beta2"},
+                                                             {"eps", "--adam-eps"}, {"order", "--markov-order"},
+                                                             {"concentration", "--markov-concentration"}};
+  if (const auto it = renamed.find(member); it != renamed.end()) return it->second;
+  std::string flag = "--" + member;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
 }
 
-// What a checkpoint records in its "train" object: the flags, and a text file's SHA-256.
+// A recorded value as its flag is written: "0.01", "cosine", "ln-undo-gain,detach-skip".
+std::string text_of(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) {  // in its shortest exact form, as the flag reads it back
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v.get<double>());
+    return std::string(buf, end);
+  }
+  if (!v.is_array()) return v.dump();
+  std::string list;
+  for (const nlohmann::json& e : v) list += (list.empty() ? "" : ",") + text_of(e);
+  return list;
+}
+
+// A resumed run may train further (--steps) and evaluate otherwise; --text is compared by its bytes.
+bool may_differ(const std::string& flag) {
+  return flag == "--steps" || flag == "--eval-every" || flag == "--eval-batches" || flag == "--text";
+}
+
+// `now` (this run's record, from its flags) takes every member of `saved` (the checkpoint's) whose flag
+// was not given; a given one must have the saved value. Throws gs::Error naming the flag and both values.
+void restore(nlohmann::json& now, const nlohmann::json& saved, const CLI::App& app, const std::string& where) {
+  for (const auto& [member, value] : saved.items()) {
+    const std::string flag = flag_of(member);
+    if (!now.contains(member))
+      throw Error(where + "the checkpoint was trained with " + flag + " " + text_of(value) + ", a flag this train does "
+                  "not record (a checkpoint of another gradscope); it cannot be continued exactly");
+    if (value.is_object()) restore(now[member], value, app, where);
+    else if (app.count(flag) == 0) now[member] = value;
+    else if (now[member] != value && !may_differ(flag))
+      throw Error(where + flag + " " + text_of(now[member]) + " contradicts the checkpoint, which was trained with " + flag +
+                  " " + text_of(value) + " (leave " + flag + " out to continue with " + text_of(value) + ")");
+  }
+  for (const auto& [member, value] : now.items())
+    if (const std::string flag = flag_of(member); !saved.contains(member) && !value.is_object() && app.count(flag) > 0)
+      throw Error(where + "the checkpoint does not record " + flag + " (its train had no such flag), so a run with " +
+                  flag + " cannot continue it exactly; leave " + flag + " out");
+}
+
+// What a checkpoint records in its "train" object: the options that decide the run, and a text file's SHA-256.
 nlohmann::json train_record(const Experiment& ex, const TrainOptions& o) {
-  nlohmann::json record = {{"flags", flag_record(ex.app, train_flag_kinds)}};
+  nlohmann::json record = {{"model", ex.model}, {"training", o}};
   if (!o.corpus.text.empty()) record["data_sha256"] = nn::sha256_of_file(o.corpus.text);  // what `sha256sum FILE` prints
   return record;
+}
+
+// A resumed run takes the options from the checkpoint (a flag given must agree with it), and the same
+// data: a text file with the SHA-256 the checkpoint records.
+void restore_from_checkpoint(Experiment& ex, TrainOptions& o, const nn::CheckpointInfo& resumed) {
+  const nlohmann::json& saved = resumed.train();  // the checkpoint's "train" object (nn/io/checkpoint.hpp)
+  const std::string where = "--resume " + o.resume + ": ";
+  if (!saved.contains("model") || !saved.contains("training"))
+    throw Error(where + "the checkpoint records no training options (an earlier gradscope train saved it), so its run "
+                "cannot be continued exactly");
+  const bool text_given = ex.app.count("--text") > 0;
+  std::string saved_text;
+  try {
+    nlohmann::json now = train_record(ex, o);
+    for (const char* part : {"model", "training"}) restore(now[part], saved.at(part), ex.app, where);
+    now.at("model").get_to(ex.model);
+    now.at("training").get_to(o);
+    saved_text = saved.at("training").at("corpus").at("text").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(where + nn::json_error((resumed.dir / "config.json").string(), e));
+  }
+  if (text_given && saved_text.empty() && !o.corpus.text.empty())
+    throw Error(where + "--text " + o.corpus.text + " contradicts the checkpoint, which was trained on the Markov corpus "
+                "(leave --text out)");
+  if (!o.corpus.text.empty() && saved.contains("data_sha256")) {
+    const std::string was = saved["data_sha256"].is_string() ? saved["data_sha256"].get<std::string>() : "";
+    const std::string now = nn::sha256_of_file(o.corpus.text);
+    if (was != now)
+      throw Error(where + "--text " + o.corpus.text + " has SHA-256 " + now + ", the checkpoint was trained on " +
+                  saved_text + " with SHA-256 " + was + " (the same name must also be the same bytes)");
+  }
 }
 
 // The corpus, printed; a text file sets the model's vocab.
@@ -377,24 +443,29 @@ int main(int argc, char** argv) {
   add_training_flags(ex.app, o, {"--steps", "--clip", "--eval-batches"});
   describe(ex.app, "--steps", "total training steps (a resumed run continues up to this)");
   describe(ex.app, "--eval-batches", "validation batches averaged per evaluation");
-  add_flag(ex.app, "--lr", o.lr, "peak learning rate");
-  add_flag(ex.app, "--warmup", o.warmup, "linear warmup steps");
-  add_flag(ex.app, "--schedule", o.schedule, "learning-rate schedule (cosine: to 0.1 lr at --schedule-steps)");
-  add_flag(ex.app, "--schedule-steps", o.schedule_steps, "the schedule's length N: cosine decays to 0.1 lr at step N");
+  add_flag(ex.app, "--lr", o.lr, "peak learning rate", Real::above(0));
+  add_flag(ex.app, "--warmup", o.warmup, "linear warmup steps", Whole{0});
+  add_flag(ex.app, "--schedule", o.schedule, "learning-rate schedule (cosine: to 0.1 lr at --schedule-steps)",
+           one_of({"constant", "warmup", "inverse_sqrt", "inverse-sqrt", "rsqrt", "cosine"}));
+  add_flag(ex.app, "--schedule-steps", o.schedule_steps, "the schedule's length N: cosine decays to 0.1 lr at step N",
+           Whole{0, Whole::no_max, "0: --steps"});
   add_optimizer_flags(ex.app, o.opt, true);
-  add_flag(ex.app, "--weight-decay", o.opt.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay");
+  add_flag(ex.app, "--weight-decay", o.opt.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay", Real::at_least(0));
   add_corpus_flags(ex.app, o.corpus, true);
-  add_flag(ex.app, "--eval-every", o.eval_every, "steps between validation evaluations");
+  add_flag(ex.app, "--eval-every", o.eval_every, "steps between validation evaluations",
+           Whole{0, Whole::no_max, "0: only at the end"});
   add_flag(ex.app, "--out", o.out, "directory for train.csv (step, loss, lr, grad_norm, tokens_per_s; with --z-loss also "
            "mean_log_z_sq, the z-loss term over C; loss is always the CE) and eval.csv");
   add_flag(ex.app, "--save", o.save, "save a checkpoint to this directory after training");
-  add_flag(ex.app, "--resume", o.resume, "resume from the checkpoint in this directory");
+  add_flag(ex.app, "--resume", o.resume, "resume from the checkpoint in this directory", existing_directory());
   add_flag(ex.app, "--dump", o.dump, "write weights, gradients, batch and loss of one fresh batch to this directory");
-  add_flag(ex.app, "--sample", o.sample, "print this many generated characters after training");
-  add_flag(ex.app, "--temperature", o.temperature, "sampling temperature");
+  add_flag(ex.app, "--sample", o.sample, "print this many generated characters after training",
+           Whole{0, 10000000, "0: none"});
+  add_flag(ex.app, "--temperature", o.temperature, "sampling temperature",
+           Real::at_least(0, "0: greedy, always the most likely token"));
   ex.seeds = 1;
   add_flag(ex.app, "--seeds", ex.seeds, "train seeds --seed .. --seed + N - 1 in turn and print the mean ± sd of the "
-           "final validation loss and gap (outputs, --resume and --sample take one seed)");
+           "final validation loss and gap (outputs, --resume and --sample take one seed)", Whole{1, 1000});
   ex.add_html_flags();
   ex.dump_at_init = false;
   ex.check_flags = [&]() -> std::string {

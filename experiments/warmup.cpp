@@ -283,11 +283,13 @@ int main(int argc, char** argv) {
   ex.model = stability_model();
   ex.seeds = 1;
   GridOptions go;
-  add_flag(ex.app, "--lrs", go.lrs, "peak learning rates (comma-separated)");
-  add_flag(ex.app, "--warmups", go.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)");
-  add_flag(ex.app, "--datasets", go.datasets, "corpora: markov and/or text (comma-separated)");
+  add_flag(ex.app, "--lrs", go.lrs, "peak learning rates (comma-separated)", Real::above(0));
+  add_flag(ex.app, "--warmups", go.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)", Whole{0});
+  add_flag(ex.app, "--datasets", go.datasets, "corpora: markov and/or text (comma-separated)",
+           one_of({"markov", "text"}));
   go.corpus.text = "/usr/share/common-licenses/GPL-3";
-  add_flag(ex.app, "--text", go.corpus.text, "the text file of the text corpus (one token per distinct byte)");
+  add_flag(ex.app, "--text", go.corpus.text, "the text file of the text corpus (one token per distinct byte)",
+           regular_file(nn::text_dataset_max_bytes));
   add_training_flags(ex.app, go, {"--steps", "--eval-batches", "--clip", "--margin", "--window"});
   add_corpus_flags(ex.app, go.corpus, false);
   add_optimizer_flags(ex.app, go.opt, true);

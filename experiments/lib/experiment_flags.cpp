@@ -1,9 +1,10 @@
 // An Experiment's flags (harness.hpp): the ones it adds, and the checks of the flags given together
-// before any work (each flag's own range is checked at the flag, flags.cpp).
+// before any work (each flag's own range is checked where it is added, flags.hpp).
 #include <limits>
 
 #include "experiments/lib/harness.hpp"
 #include "nn/config.hpp"
+#include "nn/io/atomic_file.hpp"
 
 namespace gs::experiments {
 
@@ -14,13 +15,16 @@ Experiment::Experiment(std::string name, std::string description, std::string de
   grid_ = true;
   out = std::move(default_out);
   add_model_flags();
-  add_flag(app, "--placements", placements, "placements to measure (comma-separated)");
-  add_flag(app, "--seeds", seeds, "seeds per measurement (mean and standard deviation over them)");
-  add_flag(app, "--jobs", jobs, "cells (runs) measured in parallel threads (results do not depend on it)");
+  add_flag(app, "--placements", placements, "placements to measure (comma-separated)", placement());
+  add_flag(app, "--seeds", seeds, "seeds per measurement (mean and standard deviation over them)", Whole{1, 1000});
+  add_flag(app, "--jobs", jobs, "cells (runs) measured in parallel threads (results do not depend on it)",
+           Whole{1, max_jobs()});
   add_flag(app, "--out", out, "directory for the CSV files and the plots (PNG and SVG)");
   add_flag(app, "--dump", dump, "write weights, gradients, batch and loss of one fresh batch to this directory");
-  add_flag(app, "--shard", shard, "measure only shard K of N of the grid's cells and write them to --out/cells.csv");
-  add_flag(app, "--merge", merge, "print the tables of the shards' cells in these directories (comma-separated)");
+  add_flag(app, "--shard", shard, "measure only shard K of N of the grid's cells and write them to --out/cells.csv",
+           gs::experiments::shard());
+  add_flag(app, "--merge", merge, "print the tables of the shards' cells in these directories (comma-separated)",
+           existing_directory());
   describe(app, "--seed", "the first seed: every measurement is repeated for seeds --seed .. --seed + --seeds - 1 "
                           "(model init and data)");
   describe(app, "--placement", "the placement of the --dump model (the grid uses --placements)");
@@ -34,7 +38,8 @@ void Experiment::add_html_flags() {
   add_flag(app, "--html", html.file,
            "write the explorer page of the runs to this HTML file: the graph of a forward and backward pass with "
            "every edge's gradient norm at the --snapshot-steps, and charts over the steps (docs/explorer.md)");
-  add_flag(app, "--html-add", html.add, "put the runs of this explorer page into the --html page too (comma-separated)");
+  add_flag(app, "--html-add", html.add, "put the runs of this explorer page into the --html page too (comma-separated)",
+           regular_file(nn::default_read_limit));
   add_flag(app, "--snapshot-steps", html.snapshot_steps,
            "the steps whose whole graph the page's step scrubber shows: 0,1,2,5 or 0-10 or 0:300:10");
   add_overwrite_flag();
@@ -46,7 +51,8 @@ void Experiment::add_model_flags() {
            "draw the graph of one forward and backward pass of the model (model flags; keep --layers small) "
            "into this file and exit: .svg or .png (needs Graphviz's dot), else DOT text");
   add_flag(app, "--graph-step", graph_step,
-           "with --graph: draw the pass of training step N (after N updates) instead of initialization (train)");
+           "with --graph: draw the pass of training step N (after N updates) instead of initialization (train)",
+           Whole{0, Whole::no_max, "0: at initialization"});
   add_overwrite_flag();
 }
 
@@ -88,7 +94,7 @@ std::string Experiment::inapplicable_flag() const {
     const CLI::Option* o = app.get_option_no_throw(name);
     return o != nullptr && o->count() > 0;
   };
-  auto value = [&](const char* name) { return flag_value(app, name); };
+  auto value = [&](const char* name) { return flag_text(app, name); };
   // The placements this run builds (already by the names of what they build, --norm applied).
   const std::vector<std::string> built = grid_ ? placements : std::vector<std::string>{model.placement};
   std::string names;
