@@ -100,6 +100,21 @@ void measure_update(nn::TransformerLM& model, const nn::Batch& batch, const std:
   r.loss_change = loss_now(model, batch) - loss_before;
 }
 
+// The explorer page's charts of one step's output move, largest attention logit and log Z.
+void chart_step(explorer::Run& run, std::size_t step, const StepRecord& r) {
+  run.declare_chart({"output_move", "output move", "RMS over the probe batch of logits after the update "
+                     "minus logits before it (dynamics' link 1).", "RMS", true});
+  run.add_point("output_move", "logits", step, r.output_move);
+  run.declare_chart({"att_logit_max", "largest attention logit", "The largest |q.k|/sqrt(dh) of any head in "
+                     "the step's forward pass (attention-logit growth).", "|logit|", true});
+  run.add_point("att_logit_max", "max over heads", step,
+                *std::max_element(r.att_logit_max.begin(), r.att_logit_max.end()));
+  run.declare_chart({"log_z", "log Z of the output", "log Z = logsumexp of the output logits, mean and max "
+                     "over the step's positions (what the z-loss holds near 0).", "log Z", false});
+  run.add_point("log_z", "mean", step, r.log_z_mean);
+  run.add_point("log_z", "max", step, r.log_z_max);
+}
+
 // One run. With --html, the first seed's run is recorded for the explorer page.
 DynamicsRun run_one(ModelOptions m, std::size_t warmup, const nn::Corpus& corpus, const DynamicsOptions& o, Tick& tick,
                Experiment& ex, const Cell& cell) {
@@ -139,19 +154,7 @@ DynamicsRun run_one(ModelOptions m, std::size_t warmup, const nn::Corpus& corpus
     r.lr = u.lr, r.grad_norm = u.grad_norm;
     ProbePass after = probe_pass(model, probe);
     r.output_move = rms(after.logits - before.logits);
-    if (rec) {
-      rec->run().declare_chart({"output_move", "output move", "RMS over the probe batch of logits after the update "
-                                "minus logits before it (dynamics' link 1).", "RMS", true});
-      rec->run().add_point("output_move", "logits", step, r.output_move);
-      rec->run().declare_chart({"att_logit_max", "largest attention logit", "The largest |q.k|/sqrt(dh) of any head in "
-                                "the step's forward pass (attention-logit growth).", "|logit|", true});
-      rec->run().add_point("att_logit_max", "max over heads",  step,
-                           *std::max_element(r.att_logit_max.begin(), r.att_logit_max.end()));
-      rec->run().declare_chart({"log_z", "log Z of the output", "log Z = logsumexp of the output logits, mean and max "
-                                "over the step's positions (what the z-loss holds near 0).", "log Z", false});
-      rec->run().add_point("log_z", "mean", step, r.log_z_mean);
-      rec->run().add_point("log_z", "max", step, r.log_z_max);
-    }
+    if (rec) chart_step(rec->run(), step, r);
     before = std::move(after);
     char what[96];
     std::snprintf(what, sizeof what, "loss %.4f lr %.2e |g| %.3f", r.loss, r.lr, r.grad_norm);

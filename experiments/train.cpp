@@ -427,11 +427,8 @@ void train_seeds(Experiment& ex, TrainOptions& o, nn::ModelConfig config, Clock:
   std::printf("\n");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const auto program_start = Clock::now();
-  Experiment ex("train", "Trains a TransformerLM on a Markov corpus (default) or a text file's characters.");
+// train's flags: the model flags with train's own defaults, then the training, output and sampling flags.
+void add_train_flags(Experiment& ex, TrainOptions& o) {
   // The defaults: a small model on an order-2 Markov chain over 16 tokens (256 contexts, so attention
   // to the previous token is needed), which gets within 0.15 nats of the entropy rate in under a
   // minute of one core (measured: 0.08 above the floor after 1500 steps).
@@ -439,7 +436,6 @@ int main(int argc, char** argv) {
   ex.model.batch = 32;
   ex.add_model_flags();
   ex.draws_graph_at_step = true;
-  TrainOptions o;
   add_training_flags(ex.app, o, {"--steps", "--clip", "--eval-batches"});
   describe(ex.app, "--steps", "total training steps (a resumed run continues up to this)");
   describe(ex.app, "--eval-batches", "validation batches averaged per evaluation");
@@ -468,6 +464,15 @@ int main(int argc, char** argv) {
            "final validation loss and gap (outputs, --resume and --sample take one seed)", Whole{1, 1000});
   ex.add_html_flags();
   ex.dump_at_init = false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto program_start = Clock::now();
+  Experiment ex("train", "Trains a TransformerLM on a Markov corpus (default) or a text file's characters.");
+  TrainOptions o;
+  add_train_flags(ex, o);
   ex.check_flags = [&]() -> std::string {
     if (!ex.graph.empty() && !o.resume.empty())
       return "--graph draws a model trained from initialization (the fresh model, or with --graph-step N this run's "

@@ -83,6 +83,16 @@ void Experiment::write_page_and_dump() {
   }
 }
 
+// 0, or 128 + the signal when SIGINT or SIGTERM came after the last step (the run is complete, and says so).
+static int exit_status_after_run(const std::string& program) {
+  const int signal = interrupt_signal();
+  if (signal == 0) return 0;
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s: interrupted by %s after its last step; the run finished\n", program.c_str(),
+               signal_name(signal).c_str());
+  return 128 + signal;
+}
+
 int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
   setup_process();
   finish_cli(app);
@@ -136,13 +146,7 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
     std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
     return 1;
   }
-  if (const int signal = interrupt_signal()) {  // it came after the last step: the run is complete
-    std::fflush(stdout);
-    std::fprintf(stderr, "%s: interrupted by %s after its last step; the run finished\n", program.c_str(),
-                 signal_name(signal).c_str());
-    return 128 + signal;
-  }
-  return 0;
+  return exit_status_after_run(program);
 }
 
 std::string Experiment::grid_flags() const {
