@@ -1,0 +1,132 @@
+#include "analysis/collapse.hpp"
+
+#include <cmath>
+#include <string>
+
+#include <xtensor-blas/xlinalg.hpp>
+#include <xtensor/xview.hpp>
+
+#include "analysis/step_measures.hpp"
+#include "analysis/stream_split.hpp"
+#include "engine/error.hpp"
+
+namespace gs::analysis {
+namespace {
+
+// x must be (B, T, C) with T >= min_positions.
+void require_sequences(const Array& x, std::size_t min_positions, const char* op, const Site& site) {
+  if (x.dimension() != 3 || x.shape(0) == 0 || x.shape(1) < min_positions || x.shape(2) == 0)
+    fail(op, site, "expects (B, T, C) with B, C >= 1 and T >= " + std::to_string(min_positions) + ", got " +
+                       shape_str(Shape(x.shape().begin(), x.shape().end())));
+}
+
+// G = x_b x_b^T (T, T): G(t, s) = x_b,t . x_b,s
+Array gram(const Array& x, std::size_t b) {
+  const Array rows = xt::view(x, b, xt::all(), xt::all());  // (T, C)
+  return xt::linalg::dot(rows, xt::transpose(rows));
+}
+
+}  // namespace
+
+double position_cosine(const Array& x, Site site) {
+  require_sequences(x, 2, "position_cosine", site);
+  const std::size_t B = x.shape(0), T = x.shape(1);
+  double total = 0.0;
+  for (std::size_t b = 0; b < B; ++b) {
+    const Array G = gram(x, b);
+    double sum = 0.0;  // sum over t != s of G(t, s) / (|x_t| |x_s|); a zero row counts as cosine 0
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t s = 0; s < T; ++s) {
+        const double norms = std::sqrt(G(t, t) * G(s, s));
+        if (t != s && norms > 0) sum += G(t, s) / norms;
+      }
+    total += sum / static_cast<double>(T * (T - 1));
+  }
+  return total / static_cast<double>(B);
+}
+
+double top_direction_share(const Array& x, Site site) {
+  require_sequences(x, 1, "top_direction_share", site);
+  const std::size_t B = x.shape(0);
+  double total = 0.0;
+  for (std::size_t b = 0; b < B; ++b) {
+    // The eigenvalues of G = x_b x_b^T are the squared singular values of x_b; trace G = sum of them.
+    const Array G = gram(x, b);
+    const Array lambdas = xt::linalg::eigvalsh(G);  // ascending
+    const double energy = xt::sum(lambdas)();
+    total += energy > 0 ? lambdas(lambdas.size() - 1) / energy : 0.0;
+  }
+  return total / static_cast<double>(B);
+}
+
+double shared_share(const Array& x, Site site) {
+  require_sequences(x, 1, "shared_share", site);
+  const std::size_t B = x.shape(0), T = x.shape(1), C = x.shape(2);
+  double total = 0.0;
+  for (std::size_t b = 0; b < B; ++b) {
+    double energy = 0.0, shared = 0.0;  // sum_t |x_t|^2 and T |m|^2
+    for (std::size_t c = 0; c < C; ++c) {
+      double mean = 0.0;
+      for (std::size_t t = 0; t < T; ++t) {
+        mean += x(b, t, c);
+        energy += x(b, t, c) * x(b, t, c);
+      }
+      mean /= static_cast<double>(T);
+      shared += static_cast<double>(T) * mean * mean;
+    }
+    total += energy > 0 ? shared / energy : 0.0;
+  }
+  return total / static_cast<double>(B);
+}
+
+double dead_unit_fraction(const Array& pre_activation, Site site) {
+  require_sequences(pre_activation, 1, "dead_unit_fraction", site);
+  const std::size_t B = pre_activation.shape(0), T = pre_activation.shape(1), U = pre_activation.shape(2);
+  std::size_t dead = 0;
+  for (std::size_t u = 0; u < U; ++u) {
+    bool fires = false;
+    for (std::size_t b = 0; b < B && !fires; ++b)
+      for (std::size_t t = 0; t < T && !fires; ++t) fires = pre_activation(b, t, u) > 0;
+    if (!fires) ++dead;
+  }
+  return static_cast<double>(dead) / static_cast<double>(U);
+}
+
+std::vector<double> attention_entropy_share(const nn::TransformerLM& model) {
+  const std::vector<double> entropy = attention_entropy(model);  // block-major, one per head
+  std::vector<double> share;
+  for (std::size_t i = 0; i < model.blocks.size(); ++i) {
+    const std::size_t H = model.blocks[i]->attn.last_att.value().shape(1);
+    const std::size_t T = model.blocks[i]->attn.last_att.value().shape(2);
+    double uniform = 0.0;  // query t attends to t + 1 keys
+    for (std::size_t t = 0; t < T; ++t) uniform += std::log(static_cast<double>(t + 1));
+    uniform /= static_cast<double>(T);
+    double mean = 0.0;
+    for (std::size_t h = 0; h < H; ++h) mean += entropy.at(i * H + h);
+    mean /= static_cast<double>(H);
+    share.push_back(uniform > 0 ? mean / uniform : NAN);  // T = 1: a single key, no choice to measure
+  }
+  return share;
+}
+
+std::vector<BlockCollapse> block_collapse(const nn::TransformerLM& model) {
+  const std::vector<double> entropy = attention_entropy_share(model);
+  std::vector<BlockCollapse> out;
+  for (std::size_t i = 0; i < model.blocks.size(); ++i) {
+    const nn::Block& block = *model.blocks[i];
+    const nn::BlockTrace& t = block.last;
+    // fc1's pre-activation z = mlp_in W1 + b1: (B, T, C) x (C, d_ff) -> (B, T, d_ff)
+    const Array& h = t.mlp_in.value();
+    const std::size_t B = h.shape(0), T = h.shape(1), C = h.shape(2);
+    const Array rows = xt::reshape_view(h, {B * T, C});
+    Array z = xt::linalg::dot(rows, block.mlp.fc1.weight.value()) + block.mlp.fc1.bias.value();
+    z.reshape({B, T, block.mlp.fc1.out_features});
+    out.push_back({position_cosine(t.out.value()), top_direction_share(t.out.value()),
+                   shared_share(t.attn_branch.value()), shared_share(t.mlp_branch.value()),
+                   rms(t.attn_branch.value()) / rms(t.attn_skip.value()),
+                   rms(t.mlp_branch.value()) / rms(t.mlp_skip.value()), dead_unit_fraction(z), entropy[i]});
+  }
+  return out;
+}
+
+}  // namespace gs::analysis

@@ -1,0 +1,139 @@
+// The measures of representation collapse (analysis/collapse.hpp) against values computed by hand on
+// small arrays, and on a model whose attention or FFN units are forced into a known state.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "engine/engine.hpp"
+#include "analysis/collapse.hpp"
+#include "analysis/stream_split.hpp"
+
+namespace test_analysis_collapse {  // one namespace per test file: the files compile in groups
+
+using namespace gs;
+using namespace gs::analysis;
+
+namespace {
+
+// One sequence (B = 1) of the given rows: (1, T, C).
+Array sequence(const std::vector<std::vector<double>>& rows) {
+  Array x = xt::zeros<double>({std::size_t{1}, rows.size(), rows[0].size()});
+  for (std::size_t t = 0; t < rows.size(); ++t)
+    for (std::size_t c = 0; c < rows[t].size(); ++c) x(0, t, c) = rows[t][c];
+  return x;
+}
+
+nn::TransformerLM tiny(const std::string& placement) {
+  nn::ModelConfig c{.vocab = 8, .context = 6, .d_model = 8, .heads = 2, .layers = 2, .seed = 3};
+  nn::apply_placement(c, placement);
+  return nn::TransformerLM(c);
+}
+
+IndexArray ids(std::size_t B, std::size_t T) {  // (B, T)
+  IndexArray t = xt::zeros<std::int64_t>({B, T});
+  for (std::size_t i = 0; i < B * T; ++i) t.flat(i) = static_cast<std::int64_t>((5 * i + 2) % 8);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("position_cosine: 1 for one direction everywhere, 0 for orthogonal, -1 for opposite", "[collapse]") {
+  REQUIRE(position_cosine(sequence({{1, 2}, {2, 4}, {0.5, 1}})) == Approx(1.0).epsilon(1e-14));
+  REQUIRE(std::abs(position_cosine(sequence({{1, 0}, {0, 3}}))) < 1e-15);
+  REQUIRE(position_cosine(sequence({{1, 1}, {-2, -2}})) == Approx(-1.0).epsilon(1e-14));
+  // Three rows: cos(r0, r1) = 0, cos(r0, r2) = cos(r1, r2) = 1/sqrt(2); the six ordered pairs sum to
+  // 2 (0 + 1/sqrt(2) + 1/sqrt(2)) = 4/sqrt(2).
+  REQUIRE(position_cosine(sequence({{1, 0}, {0, 1}, {1, 1}})) == Approx(4.0 / std::sqrt(2.0) / 6.0).epsilon(1e-14));
+  // Two sequences are measured apart and averaged: 1 and 0 give 0.5.
+  Array two = xt::zeros<double>({2, 2, 2});
+  two(0, 0, 0) = 1, two(0, 1, 0) = 3, two(1, 0, 0) = 1, two(1, 1, 1) = 1;
+  REQUIRE(position_cosine(two) == Approx(0.5).epsilon(1e-14));
+}
+
+TEST_CASE("top_direction_share: sigma_1^2 over the sum of sigma_i^2 of each sequence", "[collapse]") {
+  REQUIRE(top_direction_share(sequence({{1, 2, 0}, {-3, -6, 0}})) == Approx(1.0).epsilon(1e-12));  // rank one
+  // Orthogonal rows of lengths 3 and 4: singular values 4 and 3, share 16 / 25.
+  REQUIRE(top_direction_share(sequence({{3, 0}, {0, 4}})) == Approx(16.0 / 25.0).epsilon(1e-12));
+  // Rows (1, 0) and (1, 1): x^T x = [[2, 1], [1, 1]], eigenvalues (3 +- sqrt(5)) / 2 over a trace of 3.
+  REQUIRE(top_direction_share(sequence({{1, 0}, {1, 1}})) == Approx((3 + std::sqrt(5.0)) / 6.0).epsilon(1e-12));
+}
+
+TEST_CASE("shared_share: T |mean|^2 over the energy; 1 for equal rows, 0 for rows that cancel", "[collapse]") {
+  REQUIRE(shared_share(sequence({{1, -2}, {1, -2}, {1, -2}})) == Approx(1.0).epsilon(1e-14));
+  REQUIRE(std::abs(shared_share(sequence({{1, 2}, {-1, -2}}))) < 1e-15);
+  // (1, 0) and (0, 1): mean (0.5, 0.5), T |m|^2 = 1, energy 2.
+  REQUIRE(shared_share(sequence({{1, 0}, {0, 1}})) == Approx(0.5).epsilon(1e-14));
+  // (2, 0) and (0, 0): mean (1, 0), T |m|^2 = 2, energy 4.
+  REQUIRE(shared_share(sequence({{2, 0}, {0, 0}})) == Approx(0.5).epsilon(1e-14));
+}
+
+TEST_CASE("dead_unit_fraction: the units that are <= 0 at every position", "[collapse]") {
+  // Units: 0 negative everywhere (dead), 1 positive at one position (alive), 2 exactly 0 everywhere (dead).
+  const Array z = sequence({{-1, -2, 0}, {-0.5, 0.25, 0}, {-3, -1, 0}});
+  REQUIRE(dead_unit_fraction(z) == Approx(2.0 / 3.0).epsilon(1e-15));
+}
+
+TEST_CASE("the collapse measures refuse a shape that is not (B, T, C), naming the measure and the caller",
+          "[collapse]") {
+  using Catch::Contains;
+  using Catch::StartsWith;
+  REQUIRE_THROWS_WITH(position_cosine(sequence({{1, 2}})),
+                      StartsWith("position_cosine at test_analysis_collapse.cpp:") && Contains("T >= 2") && Contains("(1, 1, 2)"));
+  REQUIRE_THROWS_WITH(shared_share(Array{1.0, 2.0}), StartsWith("shared_share at test_analysis_collapse.cpp:") && Contains("(2,)"));
+}
+
+TEST_CASE("attention_entropy_share: 1 for uniform attention (zero queries and keys), below 1 when learned",
+          "[collapse]") {
+  nn::TransformerLM model = tiny("post");
+  const std::vector<double> learned = [&] {
+    Tape tape;
+    TapeScope scope(tape);
+    model.logits(ids(2, 6));
+    return attention_entropy_share(model);
+  }();
+  for (const auto& block : model.blocks)
+    for (nn::Linear* l : {&block->attn.q, &block->attn.k}) {
+      l->weight.value().fill(0.0);
+      l->bias.value().fill(0.0);
+    }
+  Tape tape;
+  TapeScope scope(tape);
+  model.logits(ids(2, 6));
+  const std::vector<double> uniform = attention_entropy_share(model);
+  REQUIRE(uniform.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    REQUIRE(uniform[i] == Approx(1.0).epsilon(1e-12));
+    REQUIRE(learned[i] < 1.0);
+    REQUIRE(learned[i] > 0.0);
+  }
+}
+
+TEST_CASE("block_collapse: dead units from fc1's pre-activation, branch/skip ratios from the trace", "[collapse]") {
+  for (const std::string placement : {"post", "pre"}) {
+    CAPTURE(placement);
+    nn::TransformerLM model = tiny(placement);
+    model.blocks[0]->mlp.fc1.bias.value().fill(-1e3);  // every unit of block 0 is negative everywhere
+    model.blocks[1]->mlp.fc1.bias.value().fill(1e3);   // every unit of block 1 fires everywhere
+    Tape tape;
+    TapeScope scope(tape);
+    model.logits(ids(2, 6));
+    const std::vector<BlockCollapse> c = block_collapse(model);
+    REQUIRE(c.size() == 2);
+    REQUIRE(c[0].dead_units == 1.0);
+    REQUIRE(c[1].dead_units == 0.0);
+    // Block 1's fc1 of bias 1e3 makes GELU the identity plus 1e3: the MLP branch is the same large vector
+    // at every position (fc2 of a nearly constant input), so nearly all of its energy is shared.
+    REQUIRE(c[1].mlp_shared_share > 0.999);
+    REQUIRE(c[1].mlp_branch_to_skip > 10.0);  // the branch of an fc1 shifted by 1e3 dwarfs its skip
+    for (std::size_t i = 0; i < 2; ++i) {
+      const nn::BlockTrace& t = model.blocks[i]->last;
+      REQUIRE(c[i].attn_branch_to_skip == Approx(rms(t.attn_branch.value()) / rms(t.attn_skip.value())).epsilon(1e-15));
+      REQUIRE(c[i].out_cosine == Approx(position_cosine(t.out.value())).epsilon(1e-15));
+      REQUIRE(c[i].out_top_share >= 1.0 / 6.0 - 1e-12);  // the top of T = 6 directions holds at least 1/T
+      REQUIRE(c[i].out_top_share <= 1.0 + 1e-12);
+    }
+  }
+}
+
+}  // namespace test_analysis_collapse
