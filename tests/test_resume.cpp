@@ -1,6 +1,6 @@
-// train --resume continues a run bit for bit: the checkpoint records every flag that decides the run
-// (experiments/lib/resume.hpp), a resumed run takes them from it, and a flag that contradicts the
-// checkpoint is refused naming the flag and both values.
+// train --resume continues a run bit for bit: the checkpoint records the run's typed options (its
+// "train" object, experiments/train.cpp), a resumed run takes them from it, and a flag that contradicts
+// the checkpoint is refused naming the flag and both values.
 #include <algorithm>
 #include <cstdlib>
 #include <map>

@@ -21,7 +21,7 @@ Experiment::Experiment(std::string name, std::string description, std::string de
            Whole{1, max_jobs()});
   add_flag(app, "--out", out, "directory for the CSV files and the plots (PNG and SVG)");
   add_flag(app, "--dump", dump, "write weights, gradients, batch and loss of one fresh batch to this directory");
-  add_flag(app, "--shard", shard, "measure only shard K of N of the grid's cells and write them to --out/cells.csv",
+  add_flag(app, "--shard", shard, "measure only shard K of N of the grid's cells and write them to --out/shard.json",
            gs::experiments::shard());
   add_flag(app, "--merge", merge, "print the tables of the shards' cells in these directories (comma-separated)",
            existing_directory());
