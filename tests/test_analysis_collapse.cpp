@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "tiny_model.hpp"
 #include "engine/engine.hpp"
 #include "analysis/collapse.hpp"
 #include "analysis/stream_split.hpp"
@@ -22,18 +23,6 @@ Array sequence(const std::vector<std::vector<double>>& rows) {
   for (std::size_t t = 0; t < rows.size(); ++t)
     for (std::size_t c = 0; c < rows[t].size(); ++c) x(0, t, c) = rows[t][c];
   return x;
-}
-
-nn::TransformerLM tiny(const std::string& placement) {
-  nn::ModelConfig c{.vocab = 8, .context = 6, .d_model = 8, .heads = 2, .layers = 2, .seed = 3};
-  nn::apply_placement(c, placement);
-  return nn::TransformerLM(c);
-}
-
-IndexArray ids(std::size_t B, std::size_t T) {  // (B, T)
-  IndexArray t = xt::zeros<std::int64_t>({B, T});
-  for (std::size_t i = 0; i < B * T; ++i) t.flat(i) = static_cast<std::int64_t>((5 * i + 2) % 8);
-  return t;
 }
 
 }  // namespace
@@ -85,11 +74,11 @@ TEST_CASE("the collapse measures refuse a shape that is not (B, T, C), naming th
 
 TEST_CASE("attention_entropy_share: 1 for uniform attention (zero queries and keys), below 1 when learned",
           "[collapse]") {
-  nn::TransformerLM model = tiny("post");
+  nn::TransformerLM model = test::tiny_model("post");
   const std::vector<double> learned = [&] {
     Tape tape;
     TapeScope scope(tape);
-    model.logits(ids(2, 6));
+    model.logits(test::tiny_ids(2, 6));
     return attention_entropy_share(model);
   }();
   for (const auto& block : model.blocks)
@@ -99,7 +88,7 @@ TEST_CASE("attention_entropy_share: 1 for uniform attention (zero queries and ke
     }
   Tape tape;
   TapeScope scope(tape);
-  model.logits(ids(2, 6));
+  model.logits(test::tiny_ids(2, 6));
   const std::vector<double> uniform = attention_entropy_share(model);
   REQUIRE(uniform.size() == 2);
   for (std::size_t i = 0; i < 2; ++i) {
@@ -112,12 +101,12 @@ TEST_CASE("attention_entropy_share: 1 for uniform attention (zero queries and ke
 TEST_CASE("block_collapse: dead units from fc1's pre-activation, branch/skip ratios from the trace", "[collapse]") {
   for (const std::string placement : {"post", "pre"}) {
     CAPTURE(placement);
-    nn::TransformerLM model = tiny(placement);
+    nn::TransformerLM model = test::tiny_model(placement);
     model.blocks[0]->mlp.fc1.bias.value().fill(-1e3);  // every unit of block 0 is negative everywhere
     model.blocks[1]->mlp.fc1.bias.value().fill(1e3);   // every unit of block 1 fires everywhere
     Tape tape;
     TapeScope scope(tape);
-    model.logits(ids(2, 6));
+    model.logits(test::tiny_ids(2, 6));
     const std::vector<BlockCollapse> c = block_collapse(model);
     REQUIRE(c.size() == 2);
     REQUIRE(c[0].dead_units == 1.0);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "tiny_model.hpp"
 #include "engine/engine.hpp"
 #include "analysis/step_measures.hpp"
 #include "nn/optim.hpp"
@@ -15,21 +16,6 @@ namespace test_analysis_step_measures {  // one namespace per test file: the fil
 using namespace gs;
 using namespace gs::analysis;
 
-namespace {
-
-nn::TransformerLM tiny(const std::string& placement) {
-  nn::ModelConfig c{.vocab = 8, .context = 6, .d_model = 8, .heads = 2, .layers = 2, .seed = 5};
-  nn::apply_placement(c, placement);
-  return nn::TransformerLM(c);
-}
-
-IndexArray ids(std::size_t B, std::size_t T) {  // (B, T)
-  IndexArray t = xt::zeros<std::int64_t>({B, T});
-  for (std::size_t i = 0; i < B * T; ++i) t.flat(i) = static_cast<std::int64_t>((3 * i + 1) % 8);
-  return t;
-}
-
-}  // namespace
 
 TEST_CASE("update groups: embedding, each block's attention, MLP and rest, output", "[step_measures]") {
   REQUIRE(update_group_names(2) ==
@@ -45,7 +31,7 @@ TEST_CASE("update groups: embedding, each block's attention, MLP and rest, outpu
 }
 
 TEST_CASE("update_ratios: |W after - W before| / |W before| over each group's parameters", "[step_measures]") {
-  nn::TransformerLM model = tiny("pre");
+  nn::TransformerLM model = test::tiny_model("pre");
   const std::vector<Array> before = parameter_values(model);
   // Move only block 1's MLP: fc1.weight by +0.5 in every entry.
   double w_sq = 0.0, step_sq = 0.0;
@@ -70,12 +56,12 @@ TEST_CASE("update_ratios: |W after - W before| / |W before| over each group's pa
 
 TEST_CASE("attention_entropy: uniform attention gives the mean over t of log(t + 1); learned attention less",
           "[step_measures]") {
-  nn::TransformerLM model = tiny("post");
+  nn::TransformerLM model = test::tiny_model("post");
   const std::size_t B = 2, T = 6;
   const std::vector<double> learned = [&] {
     Tape tape;
     TapeScope scope(tape);
-    model.logits(ids(B, T));
+    model.logits(test::tiny_ids(B, T));
     return attention_entropy(model);
   }();
   // Zero queries and keys: every score is 0, so position t attends uniformly to its t + 1 keys.
@@ -86,7 +72,7 @@ TEST_CASE("attention_entropy: uniform attention gives the mean over t of log(t +
     }
   Tape tape;
   TapeScope scope(tape);
-  model.logits(ids(B, T));
+  model.logits(test::tiny_ids(B, T));
   const std::vector<double> uniform = attention_entropy(model);
   double expected = 0.0;
   for (std::size_t t = 0; t < T; ++t) expected += std::log(static_cast<double>(t + 1)) / static_cast<double>(T);
@@ -137,7 +123,7 @@ Array gaussian(const std::vector<std::size_t>& shape, unsigned seed) {
 }
 
 nn::Batch batch_of(std::size_t B, std::size_t T) {
-  nn::Batch b{ids(B, T), ids(B, T)};
+  nn::Batch b{test::tiny_ids(B, T), test::tiny_ids(B, T)};
   for (std::size_t i = 0; i < b.targets.size(); ++i) b.targets.flat(i) = static_cast<std::int64_t>((5 * i + 2) % 8);
   return b;
 }
@@ -168,7 +154,7 @@ TEST_CASE("spectral_norm: the largest singular value of a matrix built with know
 TEST_CASE("spectral_update_ratios: max over each block's attention and MLP matrices of ||dW||_2 / ||W||_2",
           "[step_measures]") {
   REQUIRE(spectral_group_names(2) == std::vector<std::string>{"b0.attn", "b0.mlp", "b1.attn", "b1.mlp"});
-  nn::TransformerLM model = tiny("pre");
+  nn::TransformerLM model = test::tiny_model("pre");
   const std::vector<Array> before = parameter_values(model);
   // Block 1's fc2 moves by a rank-one c u v^T (||.||_2 = c |u| |v|), its fc1 by a tenth of that: the
   // MLP group reports fc2's ratio if that is the larger. Biases and norms (1-D) move too but do not count.
@@ -201,7 +187,7 @@ TEST_CASE("spectral_update_ratios: max over each block's attention and MLP matri
 
 TEST_CASE("spectral_update_ratios warm-started from step to step, as dynamics calls it, against cold starts",
           "[step_measures]") {
-  nn::TransformerLM model = tiny("post");
+  nn::TransformerLM model = test::tiny_model("post");
   const nn::Batch batch = batch_of(2, 6);
   const std::unique_ptr<nn::Optimizer> adam = nn::make_optimizer("adam", model.named_parameters(), 0.0, 0.9, 0.98, 1e-8);
   SpectralStarts starts;
@@ -233,7 +219,7 @@ TEST_CASE("spectral_update_ratios warm-started from step to step, as dynamics ca
 }
 
 TEST_CASE("linear_change: g . d against a central finite difference of the loss along d", "[step_measures]") {
-  nn::TransformerLM model = tiny("post");
+  nn::TransformerLM model = test::tiny_model("post");
   const nn::Batch batch = batch_of(2, 6);
   const double l0 = loss_now(model, batch);
   Tape::current().reset();
@@ -262,7 +248,7 @@ TEST_CASE("linear_change: g . d against a central finite difference of the loss 
 }
 
 TEST_CASE("last_loss: the loss TransformerLM::loss returns, z-loss term included", "[step_measures]") {
-  nn::TransformerLM model = tiny("pre");
+  nn::TransformerLM model = test::tiny_model("pre");
   model.z_loss = 0.3;
   const nn::Batch batch = batch_of(2, 6);
   Tape tape;
@@ -277,10 +263,10 @@ TEST_CASE("head_input: what the head reads, ln_f's output in pre, the last block
           "[step_measures]") {
   for (const std::string placement : {"pre", "post"}) {
     INFO(placement);
-    nn::TransformerLM model = tiny(placement);
+    nn::TransformerLM model = test::tiny_model(placement);
     Tape tape;
     TapeScope scope(tape);
-    const Array logits = model.logits(ids(2, 6)).value();
+    const Array logits = model.logits(test::tiny_ids(2, 6)).value();
     const Array& h = head_input(model);  // (2, 6, 8)
     for (std::size_t b = 0; b < 2; ++b)
       for (std::size_t t = 0; t < 6; ++t)
@@ -326,7 +312,7 @@ TEST_CASE("token_share: 1 for a function of the token, about (K - 1)/(N - 1) for
 }
 
 TEST_CASE("probe_pass: probe_logits' logits and the token share of the head input", "[step_measures]") {
-  nn::TransformerLM model = tiny("post");
+  nn::TransformerLM model = test::tiny_model("post");
   const nn::Batch probe = batch_of(3, 6);
   const ProbePass pass = probe_pass(model, probe);
   REQUIRE(pass.logits == probe_logits(model, probe));
