@@ -81,11 +81,7 @@ TEST_CASE("attention_entropy_share: 1 for uniform attention (zero queries and ke
     model.logits(test::tiny_ids(2, 6));
     return attention_entropy_share(model);
   }();
-  for (const auto& block : model.blocks)
-    for (nn::Linear* l : {&block->attn.q, &block->attn.k}) {
-      l->weight.value().fill(0.0);
-      l->bias.value().fill(0.0);
-    }
+  test::make_attention_uniform(model);  // every score 0: position t attends uniformly to its t + 1 keys
   Tape tape;
   TapeScope scope(tape);
   model.logits(test::tiny_ids(2, 6));

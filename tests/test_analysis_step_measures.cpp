@@ -64,12 +64,7 @@ TEST_CASE("attention_entropy: uniform attention gives the mean over t of log(t +
     model.logits(test::tiny_ids(B, T));
     return attention_entropy(model);
   }();
-  // Zero queries and keys: every score is 0, so position t attends uniformly to its t + 1 keys.
-  for (const auto& block : model.blocks)
-    for (nn::Linear* l : {&block->attn.q, &block->attn.k}) {
-      l->weight.value().fill(0.0);
-      l->bias.value().fill(0.0);
-    }
+  test::make_attention_uniform(model);  // every score 0: position t attends uniformly to its t + 1 keys
   Tape tape;
   TapeScope scope(tape);
   model.logits(test::tiny_ids(B, T));

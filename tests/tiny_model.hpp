@@ -21,4 +21,13 @@ inline IndexArray tiny_ids(std::size_t B, std::size_t T) {  // (B, T): token (3i
   return t;
 }
 
+// Zero queries and keys in every block: every score is 0, so position t attends uniformly to its t + 1 keys.
+inline void make_attention_uniform(nn::TransformerLM& model) {
+  for (const auto& block : model.blocks)
+    for (nn::Linear* l : {&block->attn.q, &block->attn.k}) {
+      l->weight.value().fill(0.0);
+      l->bias.value().fill(0.0);
+    }
+}
+
 }  // namespace gs::test
