@@ -9,7 +9,6 @@
 // Every step draws its batch from an RNG seeded by (seed, step), and the checkpoint records the options
 // that decide the run (train_record), so a resumed run sees exactly the batches and learning rates the
 // uninterrupted run would have seen, and ends with the same weights, bit for bit.
-#include <charconv>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -119,11 +118,7 @@ std::string flag_of(const std::string& member) {
 // A recorded value as its flag is written: "0.01", "cosine", "ln-undo-gain,detach-skip".
 std::string text_of(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_float()) {  // in its shortest exact form, as the flag reads it back
-    char buf[32];
-    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v.get<double>());
-    return std::string(buf, end);
-  }
+  if (v.is_number_float()) return label(v.get<double>());  // in its shortest exact form, as the flag reads it back
   if (!v.is_array()) return v.dump();
   std::string list;
   for (const nlohmann::json& e : v) list += (list.empty() ? "" : ",") + text_of(e);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "engine/error.hpp"
+#include "experiments/lib/grid.hpp"  // label: a double in its shortest exact form
 
 namespace gs::experiments {
 namespace {
@@ -20,13 +21,6 @@ std::string listed(const std::vector<std::string>& names, const char* separator 
   std::string s;
   for (const std::string& n : names) s += (s.empty() ? "" : separator) + n;
   return s;
-}
-
-// A double in its shortest exact form: "0.01", "1e-08".
-std::string shortest(double v) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, end);
 }
 
 std::string with_zero(const std::string& range, const std::string& zero) { return zero.empty() ? range : range + "; " + zero; }
@@ -57,8 +51,8 @@ CLI::Validator whole(const Whole& w, std::uint64_t type_max) {
 }
 
 CLI::Validator real(const Real& r) {
-  std::string range = std::string("a finite number ") + (r.open ? "> " : ">= ") + shortest(r.lo);
-  if (r.hi < std::numeric_limits<double>::infinity()) range += " and <= " + shortest(r.hi);
+  std::string range = std::string("a finite number ") + (r.open ? "> " : ">= ") + label(r.lo);
+  if (r.hi < std::numeric_limits<double>::infinity()) range += " and <= " + label(r.hi);
   return validator(with_zero(range, r.zero), [r, range](std::string& text) -> std::string {
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
