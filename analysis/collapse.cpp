@@ -129,4 +129,39 @@ std::vector<BlockCollapse> block_collapse(const nn::TransformerLM& model) {
   return out;
 }
 
+Predictions predictions(const Array& logits, const std::vector<double>& unigram, Site site) {
+  require_sequences(logits, 1, "predictions", site);
+  const std::size_t B = logits.shape(0), T = logits.shape(1), V = logits.shape(2);
+  if (unigram.size() != V)
+    fail("predictions", site, "logits have " + std::to_string(V) + " symbols, the unigram distribution " +
+                                  std::to_string(unigram.size()));
+  double entropy = 0.0, kl = 0.0;
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < T; ++t) {
+      double top = logits(b, t, 0);  // log p_v = z_v - log Z, log Z = top + log sum_v exp(z_v - top)
+      for (std::size_t v = 1; v < V; ++v) top = std::max(top, logits(b, t, v));
+      double sum = 0.0;
+      for (std::size_t v = 0; v < V; ++v) sum += std::exp(logits(b, t, v) - top);
+      const double log_z = top + std::log(sum);
+      for (std::size_t v = 0; v < V; ++v) {
+        const double log_p = logits(b, t, v) - log_z, p = std::exp(log_p);
+        if (p == 0) continue;  // 0 log 0 = 0
+        entropy -= p * log_p;
+        kl += p * (log_p - std::log(unigram[v]));  // +inf where u_v = 0 < p_v
+      }
+    }
+  const double n = static_cast<double>(B * T);
+  return {entropy / n, kl / n};
+}
+
+Collapse collapse_on(nn::TransformerLM& model, const IndexArray& inputs, const std::vector<double>& unigram) {
+  Tape& tape = Tape::current();
+  NoGradScope no_grad(tape);
+  tape.reset();
+  const Array logits = model.logits(inputs).value();
+  Collapse c{block_collapse(model), predictions(logits, unigram)};
+  tape.reset();
+  return c;
+}
+
 }  // namespace gs::analysis

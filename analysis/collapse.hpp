@@ -12,6 +12,7 @@
 //                      the component every position shares (the rest is sum_t |x_b,t - m_b|^2)
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -49,5 +50,24 @@ struct BlockCollapse {
 };
 // After a forward pass of `model` (its blocks' last traces and attention weights), block by block.
 std::vector<BlockCollapse> block_collapse(const nn::TransformerLM& model);
+
+// What the head predicts, from logits z (B, T, V) with p_t = softmax(z_t) at each position t:
+//   entropy        mean over positions of H(p_t) = -sum_v p_t,v log p_t,v
+//   kl_to_unigram  mean over positions of KL(p_t || u) = sum_v p_t,v log(p_t,v / u_v), u the corpus's
+//                  unigram frequencies (nn::unigram_distribution): 0 when every position predicts u.
+// A top representation that is the same vector at every position gives the same p at every position,
+// and the best such p for cross-entropy is u, with loss H1 = H(u): the unigram loss of a stuck run.
+struct Predictions {
+  double entropy = NAN, kl_to_unigram = NAN;
+};
+Predictions predictions(const Array& logits, const std::vector<double>& unigram, Site site = Site::current());
+
+// One forward pass of `inputs` (B, T) without gradient, measured: every block's collapse and the head's
+// predictions against `unigram`. Resets the current tape before and after.
+struct Collapse {
+  std::vector<BlockCollapse> blocks;
+  Predictions head;
+};
+Collapse collapse_on(nn::TransformerLM& model, const IndexArray& inputs, const std::vector<double>& unigram);
 
 }  // namespace gs::analysis

@@ -121,4 +121,44 @@ TEST_CASE("block_collapse: dead units from fc1's pre-activation, branch/skip rat
   }
 }
 
+TEST_CASE("predictions: the head's entropy and its KL from the unigram distribution, by hand", "[collapse]") {
+  // One position with equal logits over V = 2: p = (1/2, 1/2), H = log 2; against u = (1/4, 3/4),
+  // KL = 1/2 log 2 + 1/2 log(2/3). A second position of logits (0, log 3): p = (1/4, 3/4) = u, KL 0,
+  // H = -(1/4 log 1/4 + 3/4 log 3/4). The means are over the two positions.
+  Array z = xt::zeros<double>({1, 2, 2});
+  z(0, 1, 1) = std::log(3.0);
+  const std::vector<double> u = {0.25, 0.75};
+  const Predictions p = predictions(z, u);
+  const double h1 = std::log(2.0), h2 = -(0.25 * std::log(0.25) + 0.75 * std::log(0.75));
+  REQUIRE(p.entropy == Approx((h1 + h2) / 2).epsilon(1e-14));
+  REQUIRE(p.kl_to_unigram == Approx((0.5 * std::log(2.0) + 0.5 * std::log(2.0 / 3.0)) / 2).epsilon(1e-14));
+  // A shift of every logit at a position changes nothing (softmax is shift-invariant), even a large one.
+  Array shifted = z + 1e3;
+  REQUIRE(predictions(shifted, u).entropy == Approx(p.entropy).epsilon(1e-12));
+  REQUIRE_THROWS_WITH(predictions(z, {0.5, 0.25, 0.25}),
+                      Catch::Contains("predictions") && Catch::Contains("2 symbols, the unigram distribution 3") &&
+                          Catch::Contains("test_analysis_collapse.cpp"));
+}
+
+TEST_CASE("collapse_on: one no-grad forward, measured as block_collapse and predictions measure it", "[collapse]") {
+  nn::TransformerLM model = test::tiny_model("post");
+  const IndexArray ids = test::tiny_ids(2, 6);
+  const std::vector<double> u(model.config.vocab, 1.0 / static_cast<double>(model.config.vocab));
+  const Collapse c = collapse_on(model, ids, u);
+  REQUIRE(Tape::current().size() == 0);  // collapse_on left the tape empty
+  const Array logits = model.logits(ids).value();  // the same forward, with gradient recording
+  const std::vector<BlockCollapse> expected = block_collapse(model);
+  REQUIRE(c.blocks.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    REQUIRE(c.blocks[i].out_cosine == expected[i].out_cosine);
+    REQUIRE(c.blocks[i].dead_units == expected[i].dead_units);
+    REQUIRE(c.blocks[i].entropy_share == expected[i].entropy_share);
+  }
+  REQUIRE(c.head.entropy == predictions(logits, u).entropy);
+  // against the uniform u, KL(p || u) = log V - H(p)
+  REQUIRE(c.head.kl_to_unigram == Approx(std::log(static_cast<double>(u.size())) - c.head.entropy).epsilon(1e-12));
+  Tape::current().reset();
+}
+
 }  // namespace test_analysis_collapse
+

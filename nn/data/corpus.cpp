@@ -8,15 +8,17 @@
 
 namespace gs::nn {
 
+std::vector<double> unigram_distribution(const Tokens& tokens, std::size_t vocab) {
+  std::vector<double> p(vocab, 0.0);
+  for (std::int64_t t : tokens) p.at(static_cast<std::size_t>(t)) += 1.0;
+  for (double& x : p) x /= static_cast<double>(tokens.size());
+  return p;
+}
+
 double unigram_entropy(const Tokens& tokens, std::size_t vocab) {
-  std::vector<double> count(vocab, 0.0);
-  for (std::int64_t t : tokens) count.at(static_cast<std::size_t>(t)) += 1.0;
   double h = 0.0;
-  for (double c : count)
-    if (c > 0) {
-      const double p = c / static_cast<double>(tokens.size());
-      h -= p * std::log(p);
-    }
+  for (double p : unigram_distribution(tokens, vocab))
+    if (p > 0) h -= p * std::log(p);
   return h;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "nn/data/dataset.hpp"
 
@@ -38,7 +39,9 @@ Corpus build_corpus(const CorpusOptions& options, std::size_t vocab, unsigned se
 // tokens and its chain's vocab^(order + 1) transition probabilities.
 double corpus_bytes(const CorpusOptions& options, std::size_t vocab);
 
-// H = -sum_v p_v log p_v of the tokens' empirical frequencies p_v, in nats.
+// p_v = (count of token v) / (number of tokens): the tokens' empirical frequencies, one per symbol.
+std::vector<double> unigram_distribution(const Tokens& tokens, std::size_t vocab);
+// H = -sum_v p_v log p_v of those frequencies, in nats.
 double unigram_entropy(const Tokens& tokens, std::size_t vocab);
 
 }  // namespace gs::nn
