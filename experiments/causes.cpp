@@ -32,7 +32,7 @@
 //                     state's cure (sufficiency); into the healthy run, a part that sticks it carries the stuck
 //                     state (it is enough to impose it)
 //   rewarm W at S     from step S, every lr warms up again linearly over W steps (Adam's moments stay);
-//                     "reset adam, rewarm W at S" zeroes the moments at S too: does a fresh warmup, from the
+//                     "reset adam + rewarm W at S" zeroes the moments at S too: does a fresh warmup, from the
 //                     stuck state, rescue?
 //   beta2 B           Adam's beta2 = B (--adam-beta2, default 0.999) instead of 0.98
 //   radam             rectified Adam (Liu et al. 2019): no adaptive step while its variance is intractable;
@@ -58,9 +58,10 @@
 //              parameter tensor with |W| > 0 of |W_after - W_before| / |W_before| (Frobenius norms)
 // A second table, collapse, measures each run on a fixed held-out probe batch (analysis/collapse.hpp): the
 // mean cosine between the positions of the top block's output after --collapse-step updates, after
-// --reset-step updates and after the last; at the end, block 1's, the dead-FFN-unit fraction (mean over
-// blocks), the top block's attention entropy over its maximum, the entropy of the head's predictions
-// (against the unigram entropy H1) and their KL divergence from the unigram distribution u.
+// --reset-step updates and after the last (and 1 - cos then, its distance from one vector); at the end,
+// block 1's, the dead-FFN-unit fraction (mean over blocks), the top block's attention entropy over its
+// maximum, the entropy of the head's predictions (against the unigram entropy H1) and their KL divergence
+// from the unigram distribution u.
 // A measure over seeds ignores the seeds where it is not finite (a run that blew up; 0/0 where no
 // gradient reaches the blocks); "-" when none is.
 //
@@ -204,7 +205,7 @@ std::vector<Variant> variants(const CausesOptions& o, const std::vector<std::str
     }
   const std::string rewarm = "rewarm " + std::to_string(o.group_warmup) + at;
   v.push_back({.name = rewarm, .rewarm_at = o.reset_step, .rewarm_steps = o.group_warmup});
-  v.push_back({.name = "reset adam, " + rewarm, .act = GroupAct::reset_adam, .group_steps = o.reset_step,
+  v.push_back({.name = "reset adam + " + rewarm, .act = GroupAct::reset_adam, .group_steps = o.reset_step,
                .rewarm_at = o.reset_step, .rewarm_steps = o.group_warmup});
   v.push_back({.name = "beta2 " + label(o.beta2), .optimizer = {.beta2 = o.beta2}});
   v.push_back({.name = "radam", .optimizer = {.optimizer = "radam"}});
@@ -520,14 +521,16 @@ Table causes_table(const std::vector<CausesRun>& runs, const Grid& grid, const s
 Table collapse_table(const std::vector<CausesRun>& runs, const Grid& grid, const std::vector<Variant>& rows,
                      const CausesOptions& o) {
   const std::string early = std::to_string(o.collapse_step), mid = std::to_string(o.reset_step);
-  Table t({"placement", "change", "top cos " + early, "top cos " + mid, "top cos end", "block 1 cos", "dead FFN",
+  Table t({"placement", "change", "top cos " + early, "top cos " + mid, "top cos end", "1 - top cos", "block 1 cos", "dead FFN",
            "top attn H/max", "head H", "KL(head || u)"});
   for (std::size_t p = 0; p < grid.labels(0).size(); ++p)
     for (std::size_t v = 0; v < rows.size(); ++v) {
       const std::vector<const CausesRun*> seeds = seeds_of(runs, grid, {p, v});
       const auto stat = [&](double CausesRun::*field) { return finite_stat(over(seeds, field), 3); };
+      std::vector<double> gap = over(seeds, &CausesRun::top_cos_end);  // 1 - cos: how far from one vector
+      for (double& x : gap) x = 1.0 - x;
       t.add_row({grid.labels(0)[p], rows[v].name, stat(&CausesRun::top_cos_early), stat(&CausesRun::top_cos_mid),
-                 stat(&CausesRun::top_cos_end), stat(&CausesRun::low_cos_end), stat(&CausesRun::dead_end),
+                 stat(&CausesRun::top_cos_end), finite_stat(gap, 3), stat(&CausesRun::low_cos_end), stat(&CausesRun::dead_end),
                  stat(&CausesRun::entropy_share_end), stat(&CausesRun::head_entropy_end),
                  stat(&CausesRun::unigram_kl_end)});
     }
@@ -604,7 +607,7 @@ void run(Experiment& ex, CausesOptions& o) {
   t.write_csv(dir / "causes.csv");
   const Table collapse = collapse_table(*runs, grid, rows, o);
   std::printf("\ncollapse on a held-out probe batch, over the seeds (top: the last block; cos: the mean cosine between "
-              "positions; %zu and %zu: after that many updates, the rest after the last; dead FFN: units <= 0 at every "
+              "positions, 1 - top cos its distance from 1; %zu and %zu: after that many updates, the rest after the last; dead FFN: units <= 0 at every "
               "position, mean over the blocks; head H: the entropy of its predictions, against H1 %.4f; KL: theirs "
               "from the unigram distribution u):\n\n%s",
               o.collapse_step, o.reset_step, corpus.unigram, collapse.to_text().c_str());
