@@ -9,6 +9,7 @@
 #include "engine/engine.hpp"
 #include "analysis/collapse.hpp"
 #include "analysis/stream_split.hpp"
+#include "nn/linear.hpp"
 
 namespace test_analysis_collapse {  // one namespace per test file: the files compile in groups
 
@@ -158,6 +159,34 @@ TEST_CASE("collapse_on: one no-grad forward, measured as block_collapse and pred
   // against the uniform u, KL(p || u) = log V - H(p)
   REQUIRE(c.head.kl_to_unigram == Approx(std::log(static_cast<double>(u.size())) - c.head.entropy).epsilon(1e-12));
   Tape::current().reset();
+}
+
+TEST_CASE("a linear map whose input is one vector at every position: its weight gradient is rank one, x (sum_t g_t)^T",
+          "[collapse]") {
+  // y_t = x_t W + b; dL/dW = sum_t x_t^T g_t with g_t = dL/dy_t. With x_t = x at every t this is
+  // x^T (sum_t g_t): only the positions' summed gradient reaches W, and the update -lr dL/dW changes
+  // every position's output by the same -lr |x|^2 sum_t g_t. What the positions' gradients say apart
+  // from their sum (the token each should predict) cannot reach W: the docs' persistence argument.
+  nn::Initializer init(nn::Init::xavier, 1);
+  nn::Linear lin(3, 4, init);
+  const std::vector<double> x = {0.5, -1.0, 2.0};
+  Array input = xt::zeros<double>({1, 5, 3});
+  for (std::size_t t = 0; t < 5; ++t)
+    for (std::size_t c = 0; c < 3; ++c) input(0, t, c) = x[c];
+  const Array g = test::randn({1, 5, 4}, 9);  // a different upstream gradient at every position
+  Tape tape;
+  TapeScope scope(tape);
+  lin.forward(tape.constant(input)).backward(g);
+  for (std::size_t c = 0; c < 3; ++c)
+    for (std::size_t j = 0; j < 4; ++j) {
+      double summed = 0.0;
+      for (std::size_t t = 0; t < 5; ++t) summed += g(0, t, j);
+      REQUIRE(lin.weight.grad()(c, j) == Approx(x[c] * summed).epsilon(1e-12));
+    }
+  // a rank-one matrix: every row is a multiple of the first (x_c / x_0 times it)
+  for (std::size_t c = 1; c < 3; ++c)
+    for (std::size_t j = 0; j < 4; ++j)
+      REQUIRE(lin.weight.grad()(c, j) == Approx(lin.weight.grad()(0, j) * x[c] / x[0]).epsilon(1e-12));
 }
 
 }  // namespace test_analysis_collapse
