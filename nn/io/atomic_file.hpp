@@ -1,9 +1,6 @@
 // Whole files. write_file_atomically writes "<path>.tmp-<pid>", fsyncs it, renames it over path and
-// fsyncs the directory: a reader, or a run killed at any moment, sees the old file or the whole new one
-// (a killed run's temporary stays behind, for the user to remove). read_file reads only a regular file
-// of at most max_bytes: a directory, a FIFO, /dev/zero or a larger file is refused with one line naming it.
-// sha256_hex is OpenSSL's, as `sha256sum FILE` prints it: manifests list one per file, and a training run
-// records its data file's, so that a resumed run can tell it trains on the same bytes.
+// fsyncs the directory: a reader, or a run killed at any moment, sees the old file or the whole new one.
+// read_file reads only a regular file of at most max_bytes (not a FIFO, /dev/zero or a larger file).
 #pragma once
 
 #include <cstddef>
@@ -19,7 +16,7 @@ std::string read_file(const std::filesystem::path& path, std::size_t max_bytes =
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
 std::filesystem::path temporary_name(const std::filesystem::path& path);  // "<path>.tmp-<pid>"
 void fsync_directory(const std::filesystem::path& dir);  // its entries (a rename into it) to the disk
-std::string sha256_hex(std::string_view bytes);
+std::string sha256_hex(std::string_view bytes);  // OpenSSL's, as `sha256sum FILE` prints it
 std::string sha256_of_file(const std::filesystem::path& path);
 
 }  // namespace gs::nn

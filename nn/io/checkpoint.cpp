@@ -81,8 +81,8 @@ void read_config(CheckpointInfo& info, const json& doc, const std::string& file)
   info.optimizer = doc.at("optimizer").get<std::string>();
   info.optimizer_steps = json_count(doc.at("optimizer_steps"), "optimizer_steps", 0, SIZE_MAX, file);
   info.optimizer_slots = doc.at("optimizer_slots").get<std::vector<std::string>>();
-  for (const auto& [name, value] : doc.at("optimizer_hyperparameters").items())
-    info.optimizer_hyperparameters.push_back({name, value.get<double>()});
+  const auto h = doc.at("optimizer_hyperparameters").get<std::map<std::string, double>>();
+  info.optimizer_hyperparameters.assign(h.begin(), h.end());
 }
 
 CheckpointInfo read_info(const fs::path& dir) {

@@ -1,26 +1,15 @@
-// Who wrote an output, and directories written as a whole. gradscope never deletes or overwrites what
-// it did not write:
-//   - A directory is ours when it holds our manifest, DIR/gradscope-output.json:
-//       {"written_by": "gradscope", "program": "train", "kind": "checkpoint", "files": {"config.json": "<sha256>", ...}}
-//     A directory written as a whole (a checkpoint, a dump) lists its files and is replaced only when it
-//     is empty, or this program's output of this kind holding nothing but the files listed. A directory
-//     filled file by file (--out, experiments/lib/outputs.hpp) lists none.
-//   - A single file (--graph, --html) is created new, or replaced only when its first 4 KiB carry our
-//     marker "written by gradscope PROGRAM" (a comment in DOT, SVG and HTML), or with --overwrite.
-//   - Nothing is written through a symbolic link, a FIFO or a device; every refusal is one line naming
-//     the flag and the path, before any work. Only the output itself is looked at, never its ancestors.
-//   - "<target>.tmp-<pid>" beside a target is where a write of it happens; a killed run leaves it for
-//     the user to remove.
+// Who wrote an output (the rules in full: docs/reliability.md, "Output directories and files"). A
+// directory is ours when it holds our manifest, DIR/gradscope-output.json, naming the program and kind;
+// one written as a whole (a checkpoint, a dump) lists its files with their SHA-256 and is replaced only
+// when empty or this program's output of this kind holding nothing unlisted. A single file (--graph,
+// --html) is replaced only when its first 4 KiB carry "written by gradscope PROGRAM", or with --overwrite.
+// Only the output itself is looked at, never its ancestors; a refusal is one line naming flag and path.
 //
-// write_directory_atomically(dir, tag, fill) refuses a dir that `tag` may not replace, writes
-// "<dir>.tmp-<pid>" (fill's files, then the manifest listing them with their SHA-256), flushes it to the
-// disk (one syncfs rather than an fsync per file), renames an existing dir aside to "<dir>.old-<pid>",
-// renames the new one in, flushes the parent and removes the old one. If fill throws, dir is untouched.
-// A run killed between the two renames leaves no dir and its previous version whole under the .old name.
-//
-// VerifiedDirectory reads one back: its manifest must be gradscope's, of the expected kind; a file read
-// through it must be listed and have the listed SHA-256 (a byte changed after the write is refused,
-// even where the value it makes is a plausible number).
+// write_directory_atomically fills "<dir>.tmp-<pid>" (then the manifest), flushes it with one syncfs
+// (an fsync per file costs milliseconds each), renames an existing dir aside to "<dir>.old-<pid>", the
+// new one in, flushes the parent and removes the old one: a run killed at any moment leaves dir as it
+// was, or complete, or (between the renames) its previous version whole under the .old name.
+// VerifiedDirectory reads a file back only if the manifest lists it with the SHA-256 it has.
 #pragma once
 
 #include <cstddef>
@@ -35,8 +24,7 @@
 namespace gs::nn {
 
 struct OutputTag {
-  std::string program;  // "train", "gradflow"
-  std::string kind;     // "checkpoint", "dump", "out"
+  std::string program, kind;  // "train", "checkpoint" (or "dump", or "out": filled file by file, lists no files)
 };
 
 inline constexpr const char* manifest_name = "gradscope-output.json";
@@ -66,7 +54,6 @@ void check_creatable(const std::filesystem::path& path, std::string_view flag);
 class DirectoryWriter {
  public:
   void write(const std::string& relative, std::string_view bytes);  // '/'-separated, inside the directory
-
  private:
   friend void write_directory_atomically(const std::filesystem::path&, const OutputTag&,
                                          const std::function<void(DirectoryWriter&)>&);
@@ -80,12 +67,10 @@ void write_directory_atomically(const std::filesystem::path& dir, const OutputTa
 
 class VerifiedDirectory {
  public:
-  VerifiedDirectory(std::filesystem::path dir, const std::string& kind);
-
+  VerifiedDirectory(std::filesystem::path dir, const std::string& kind);  // gradscope's manifest of `kind`
   const std::filesystem::path& dir() const { return dir_; }
   const Manifest& manifest() const { return manifest_; }
-  // The file's bytes, if listed, regular, at most max_bytes and of the listed SHA-256. Errors name it.
-  std::string read(const std::string& relative, std::size_t max_bytes) const;
+  std::string read(const std::string& relative, std::size_t max_bytes) const;  // errors name the file
   void refuse_unlisted_files() const;  // throws naming the first file under dir that is not listed
 
  private:

@@ -70,12 +70,10 @@ ModelConfig model_config_from_json(const json& doc, const std::string& file) {
   try {
     ModelConfig c;
     const auto count = [&](const char* key, std::size_t lo, std::size_t hi) { return json_count(doc.at(key), key, lo, hi, file); };
-    c.vocab = count("vocab", 1, max);
-    c.context = count("context", 1, max);
-    c.d_model = count("d_model", 1, max);
-    c.heads = count("heads", 1, max);
-    c.layers = count("layers", 1, max);
-    c.d_ff = count("d_ff", 1, max);
+    for (const auto& [key, field] : {std::pair{"vocab", &ModelConfig::vocab}, {"context", &ModelConfig::context},
+                                     {"d_model", &ModelConfig::d_model}, {"heads", &ModelConfig::heads},
+                                     {"layers", &ModelConfig::layers}, {"d_ff", &ModelConfig::d_ff}})
+      c.*field = count(key, 1, max);
     if (doc.contains("mixln_post")) c.mixln_post = count("mixln_post", 0, max);
     if (doc.contains("seed")) c.seed = static_cast<unsigned>(count("seed", 0, 4294967295u));
     if (doc.contains("dyt_alpha") && !std::isfinite(c.dyt_alpha = doc.at("dyt_alpha").get<double>()))
@@ -91,9 +89,8 @@ ModelConfig model_config_from_json(const json& doc, const std::string& file) {
       throw Error(file + ": placement is not a placement: " + e.what());
     }
     const auto named = [&](const char* key, auto parse, const char* valid, auto& out) {  // an optional name
-      if (!doc.contains(key)) return;
       try {
-        out = parse(name(key));
+        if (doc.contains(key)) out = parse(name(key));
       } catch (const Error&) {
         throw Error(file + ": " + key + " " + valid);
       }

@@ -1,15 +1,10 @@
-// JSON through nlohmann-json (the full <nlohmann/json.hpp> in .cpp files only), built with
-// JSON_DIAGNOSTICS (nn/CMakeLists.txt) so that its errors name the member's path: "(/train/lr) type must
-// be number, but is string". parse_json is nlohmann's parser with a callback that refuses what nlohmann
-// lets through: a key given twice in one object, and nesting deeper than json_max_depth (copying and
-// printing a value recurse). A reader calls nlohmann's at() and get<T>() and catches its exception once,
-// as one gs::Error naming the file (json_error).
-//
-// The model config is the members that DIR/config.json of checkpoints and dumps start with:
-//   "vocab": 64, "context": 32, "d_model": 64, "heads": 4, "layers": 2, "d_ff": 256,
-//   "placement": "pre", "norm": "layer", "residual": "none", "init": "xavier", "seed": 0
-// and, where they apply, "mixln_post": K (placement mixln), "dyt_alpha": 0.5 (norm dyt), "qk_norm".
-// d_ff is written as the actual width (ModelConfig::ff()), never as 0.
+// JSON through nlohmann-json, built with JSON_DIAGNOSTICS so that its errors name the member's path.
+// parse_json adds a callback for what nlohmann lets through: a key given twice in one object, and nesting
+// deeper than json_max_depth (copying and printing a value recurse). Readers call nlohmann's at() and
+// get<T>() and catch its exception once, as one gs::Error naming the file (json_error).
+// The model config is the members config.json of checkpoints and dumps start with ("vocab", "context",
+// "d_model", "heads", "layers", "d_ff" (ModelConfig::ff(), never 0), "placement", "norm", "residual",
+// then "mixln_post", "dyt_alpha" and "qk_norm" where they apply, "init", "seed").
 #pragma once
 
 #include <cstddef>
@@ -31,14 +26,13 @@ nlohmann::json read_json_file(const std::filesystem::path& path, std::size_t max
 // "FILE: WHAT" for an exception e of nlohmann, WHAT its message without the "[json.exception.type_error.302] ".
 std::string json_error(const std::string& file, const std::exception& e);
 
-// value if it is an integer as JSON writes it (5, not 5.0, "5" or -1) from lo to hi; else gs::Error
-// "FILE: NAME is VALUE, expected an integer from LO to HI" (nlohmann's get<std::size_t> would cast).
+// value if an integer as JSON writes it (5, not 5.0, "5" or -1) from lo to hi, else "FILE: NAME is VALUE,
+// expected an integer from LO to HI" (nlohmann's get<std::size_t> would cast, 1e30 undefinedly).
 std::size_t json_count(const nlohmann::json& value, const std::string& name, std::size_t lo, std::size_t hi,
                        const std::string& file);
 
 nlohmann::ordered_json model_config_json(const ModelConfig& config);  // the members above, in that order
-// Reads them back: each count from 1 to 2^31, the seed from 0 to 2^32 - 1, known names ("init" and "seed"
-// may be absent: xavier, 0). One gs::Error naming the file and the member otherwise.
+// Each count from 1 to 2^31, the seed to 2^32 - 1, known names; "init" and "seed" may be absent.
 ModelConfig model_config_from_json(const nlohmann::json& doc, const std::string& file);
 // "" if a and b build the same architecture (not dyt_alpha, an initial value, nor the seed); otherwise
 // the first difference, e.g. "heads is 4 in one and 8 in the other".

@@ -1,8 +1,6 @@
-// NumPy's .npy format 1.0, float64 ('<f8', Array) and int64 ('<i8', IndexArray), written and read by
-// xtensor. xt::load_npy trusts the file (it allocates what the header asks for and does not notice a
-// truncation), so a reader names the shape it expects: the file must be exactly the bytes xt::dump_npy
-// writes for that shape, its size checked first, before anything is allocated. `file` names the bytes
-// in the one-line gs::Error otherwise.
+// NumPy's .npy 1.0, float64 and int64, by xtensor. xt::load_npy trusts the file (it allocates what the
+// header asks for and misses a truncation), so a reader names the shape it expects: the file must be
+// exactly what xt::dump_npy writes for that shape, its size checked before anything is allocated.
 #pragma once
 
 #include <filesystem>
