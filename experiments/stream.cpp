@@ -22,7 +22,7 @@
 // Output: tables on the terminal; in --out, stream_forward.csv, stream_backward.csv (every position,
 // mean and std over seeds), stream_summary.csv, and plots per depth L: stream_rms_L*, grad_L*,
 // grad_ratio_L* (every placement) and split_<placement>_L* (total, skip and branch parts).
-// --dump DIR writes DIR/<placement>-L<depth>/ (nn/io/dump.hpp) for the first seed's model of each.
+// --dump DIR writes DIR/<placement>-L<depth>/ (nn/io/checkpoint.hpp) for the first seed's model of each.
 #include <chrono>
 #include <random>
 #include <string>

@@ -23,8 +23,7 @@
 #include "experiments/lib/interrupt.hpp"
 #include "experiments/lib/outputs.hpp"
 #include "nn/io/checkpoint.hpp"
-#include "nn/io/checksum.hpp"
-#include "nn/io/config_json.hpp"
+#include "nn/io/atomic_file.hpp"
 #include "nn/io/json.hpp"
 
 using Clock = std::chrono::steady_clock;

@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "engine/error.hpp"
-#include "nn/io/ownership.hpp"
+#include "nn/io/directory_write.hpp"
 
 namespace gs::explorer {
 

@@ -5,7 +5,7 @@
 
 #include "explorer/assets.hpp"
 #include "nn/io/atomic_file.hpp"
-#include "nn/io/ownership.hpp"
+#include "nn/io/directory_write.hpp"
 
 namespace gs::explorer {
 

@@ -69,7 +69,7 @@ void add_runs(Page& page, Page other);
 
 // The page as HTML text, and written to `file` atomically (parent folders created). Throws gs::Error
 // naming the file if it cannot be written. Its second line carries output_signature(program) (the
-// running program's name if empty), which check_output_file (nn/io/ownership.hpp) looks for before
+// running program's name if empty), which check_output_file (nn/io/directory_write.hpp) looks for before
 // replacing the file; write_explorer_page does not check: callers do, before their work (check_html).
 std::string page_html(const Page& page, std::string_view program = {});
 void write_explorer_page(const std::filesystem::path& file, const Page& page, std::string_view program = {});

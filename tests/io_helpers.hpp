@@ -20,8 +20,7 @@
 #include "engine/var.hpp"
 #include "nn/config.hpp"
 #include "nn/io/atomic_file.hpp"
-#include "nn/io/checksum.hpp"
-#include "nn/io/ownership.hpp"
+#include "nn/io/directory_write.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
 

@@ -19,7 +19,6 @@
 #include "analysis/curvature.hpp"
 #include "experiments/lib/graph.hpp"
 #include "nn/io/atomic_file.hpp"
-#include "nn/io/config_json.hpp"
 #include "nn/io/directory_write.hpp"
 #include "nn/io/json.hpp"
 #include "nn/io/npy.hpp"

@@ -7,7 +7,6 @@
 #include "io_helpers.hpp"
 #include "nn/io/checkpoint.hpp"
 #include "nn/io/directory_write.hpp"
-#include "nn/io/dump.hpp"
 #include "nn/io/json.hpp"
 #include "nn/io/npy.hpp"
 #include "nn/transformer_lm.hpp"
@@ -25,16 +24,16 @@ namespace fs = std::filesystem;
 TEST_CASE("npy: float64 and int64 arrays round-trip bit for bit", "[train][npy]") {
   TempDir dir("npy");
   const Array a = Array{{1.0, -0.0, 1e-300}, {std::numeric_limits<double>::max(), -INFINITY, 0.1}};
-  write_npy(dir.path / "a.npy", a);
+  write_file_atomically(dir.path / "a.npy", npy_bytes(a));
   REQUIRE(same_bits(read_npy_f8(dir.path / "a.npy", {2, 3}), a));
 
   for (const Array& x : {Array(test::randn({4}, 1)), Array(test::randn({2, 3, 4}, 2)), Array(3.5),
                          Array(Array::from_shape({0, 3}))}) {
-    write_npy(dir.path / "x.npy", x);
+    write_file_atomically(dir.path / "x.npy", npy_bytes(x));
     REQUIRE(same_bits(read_npy_f8(dir.path / "x.npy", shape_of(x)), x));
   }
   const IndexArray ids = {{0, -1, std::numeric_limits<std::int64_t>::max()}, {5, 6, std::numeric_limits<std::int64_t>::min()}};
-  write_npy(dir.path / "ids.npy", ids);
+  write_file_atomically(dir.path / "ids.npy", npy_bytes(ids));
   REQUIRE(xt::all(xt::equal(read_npy_i8(dir.path / "ids.npy", {2, 3}), ids)));
 }
 
@@ -82,7 +81,7 @@ TEST_CASE("npy: a file that is not the one xtensor writes for the expected shape
     bytes.replace(bytes.find(from), from.size(), to);
     refused(bytes, "its header is not that of a float64 .npy of shape (2, 2)");
   }
-  write_npy(f, IndexArray{{1, 2}, {3, 4}});
+  write_file_atomically(f, npy_bytes(IndexArray{{1, 2}, {3, 4}}));
   REQUIRE_THROWS_WITH(read_npy_f8(f, shape), Catch::Contains("its header is not that of a float64"));
   REQUIRE(xt::all(xt::equal(read_npy_i8(f, shape), IndexArray{{1, 2}, {3, 4}})));
   REQUIRE_THROWS_WITH(read_npy_i8(f, {4}), Catch::Contains("its header is not that of a int64 .npy of shape (4,)"));
@@ -190,7 +189,7 @@ TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra fi
   SECTION("a file changed after it was written") {
     refresh();
     const fs::path f = c / "blocks.1.attn.k.bias.npy";
-    write_npy(f, Array{1.0, 2.0, 3.0});
+    write_file_atomically(f, npy_bytes(Array{1.0, 2.0, 3.0}));
     REQUIRE_THROWS_WITH(load_checkpoint(c, target, config), Catch::Contains("'blocks.1.attn.k.bias'") &&
                                                                 Catch::Contains(f.string()) &&
                                                                 Catch::Contains("SHA-256"));
@@ -198,7 +197,7 @@ TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra fi
   SECTION("wrong shape, with a manifest that agrees") {
     refresh();
     const fs::path f = c / "blocks.1.attn.k.bias.npy";
-    write_npy(f, Array{1.0, 2.0, 3.0});
+    write_file_atomically(f, npy_bytes(Array{1.0, 2.0, 3.0}));
     test::reseal(c);
     REQUIRE_THROWS_WITH(load_checkpoint(c, target, config), Catch::Contains("'blocks.1.attn.k.bias'") &&
                                                                 Catch::Contains(f.string()) &&
@@ -214,7 +213,7 @@ TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra fi
   }
   SECTION("a parameter the model does not have") {
     refresh();
-    write_npy(c / "blocks.9.attn.q.weight.npy", Array{1.0});
+    write_file_atomically(c / "blocks.9.attn.q.weight.npy", npy_bytes(Array{1.0}));
     REQUIRE_THROWS_WITH(load_checkpoint(c, target, config),
                         Catch::Contains("blocks.9.attn.q.weight") && Catch::Contains("not listed"));
     test::reseal(c);  // listed in the manifest, but config.json has no such parameter

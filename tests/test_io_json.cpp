@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include "check.hpp"
-#include "nn/io/config_json.hpp"
 #include "nn/io/json.hpp"
 
 namespace test_io_json {  // one namespace per test file: the files compile in groups

@@ -1,4 +1,4 @@
-// Output ownership (nn/io/ownership.hpp, nn/io/directory_write.hpp, experiments/lib/outputs.hpp): what
+// Output ownership (nn/io/directory_write.hpp, experiments/lib/outputs.hpp): what
 // gradscope did not write is never deleted or overwritten (unless --overwrite names a single file),
 // directories are replaced as a whole, leftovers of interrupted writes are left for the user to remove.
 #include <sys/stat.h>
@@ -11,7 +11,6 @@
 #include "io_helpers.hpp"
 #include "experiments/lib/outputs.hpp"
 #include "nn/io/directory_write.hpp"
-#include "nn/io/ownership.hpp"
 
 namespace test_io_output {  // one namespace per test file: the files compile in groups
 

@@ -8,7 +8,6 @@
 
 #include "check.hpp"
 #include "engine/engine.hpp"
-#include "nn/io/config_json.hpp"
 #include "nn/io/json.hpp"
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"

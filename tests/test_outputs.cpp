@@ -1,4 +1,4 @@
-// Every binary's outputs go through nn/io/ownership.hpp before any work: --out (a directory filled file
+// Every binary's outputs go through nn/io/directory_write.hpp before any work: --out (a directory filled file
 // by file), --dump (a directory written whole) and --graph (a single file, signed). A place holding
 // what the program did not write is refused naming the flag and the path, and left as it was; the
 // program's own earlier output is replaced. One binary per kind of output.
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "io_helpers.hpp"
-#include "nn/io/ownership.hpp"
+#include "nn/io/directory_write.hpp"
 #include "run_binary.hpp"
 
 namespace test_outputs {  // one namespace per test file: the files compile in groups

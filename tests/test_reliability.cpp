@@ -19,7 +19,7 @@
 #include "io_helpers.hpp"
 #include "nn/io/checkpoint.hpp"
 #include "nn/io/npy.hpp"
-#include "nn/io/ownership.hpp"
+#include "nn/io/directory_write.hpp"
 #include "run_binary.hpp"
 
 namespace test_reliability {  // one namespace per test file: the files compile in groups

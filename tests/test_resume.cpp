@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "io_helpers.hpp"
-#include "nn/io/ownership.hpp"
+#include "nn/io/directory_write.hpp"
 #include "run_binary.hpp"
 
 namespace test_resume {  // one namespace per test file: the files compile in groups

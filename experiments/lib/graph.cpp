@@ -12,14 +12,14 @@
 #include "experiments/lib/outputs.hpp"
 #include "nn/data/markov.hpp"
 #include "nn/io/atomic_file.hpp"
-#include "nn/io/ownership.hpp"
-#include "nn/io/dump.hpp"
+#include "nn/io/checkpoint.hpp"
+#include "nn/io/directory_write.hpp"
 
 namespace gs::experiments {
 
 namespace {
 
-// The DOT text with the graph attribute comment="written by gradscope PROGRAM" (nn/io/ownership.hpp):
+// The DOT text with the graph attribute comment="written by gradscope PROGRAM" (nn/io/directory_write.hpp):
 // a DOT file carries it in its first line, and Graphviz writes it into an SVG as an XML comment, so
 // that a later run recognises the file as its own and may replace it.
 std::string signed_dot(const std::string& dot) {

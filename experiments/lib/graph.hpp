@@ -1,6 +1,6 @@
 // --graph and --dump, shared by the binaries: a picture of the computation graph of one forward and
 // backward pass, with the gradient norm on every edge (engine/tools/inspect.hpp, to_dot), and a
-// directory with a model's weights, gradients, batch and loss (nn/io/dump.hpp).
+// directory with a model's weights, gradients, batch and loss (nn/io/checkpoint.hpp).
 #pragma once
 
 #include <cstddef>
@@ -34,7 +34,7 @@ void write_model_graph(const std::string& file, const ModelOptions& options, boo
 void write_pass_graph(const std::string& file, nn::TransformerLM& model, const nn::Batch& batch,
                       const std::string& title, bool overwrite = false);
 
-// For --dump: writes DIR/config.json, params/, grads/, batch/ and loss.npy (nn/io/dump.hpp) of `model`
+// For --dump: writes DIR/config.json, params/, grads/, batch/ and loss.npy (nn/io/checkpoint.hpp) of `model`
 // as it is now, on `batch`, as a whole (nn::write_directory_atomically), with DIR/NAME.npy for each of
 // `extra`. Prints where it wrote.
 void dump_model(const std::string& dir, nn::TransformerLM& model, const nn::Batch& batch,

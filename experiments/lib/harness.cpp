@@ -119,7 +119,7 @@ int Experiment::main(int argc, char** argv, const std::function<void()>& body) {
     if (!graph.empty()) check_graph_file(graph, html.overwrite);  // --graph-step N: the body trains to step N and draws it
     explorer::check_html(html, program);  // before any work: never replace a file gradscope did not write
     if (html.wanted()) lock_output(html.file, "--html", program);  // and a second run on the same page is refused
-    if (grid_) {  // nothing the program did not write is replaced (nn/io/ownership.hpp), checked before any work
+    if (grid_) {  // nothing the program did not write is replaced (nn/io/directory_write.hpp), checked before any work
       out_created = claim_output_dir(out, "--out", {program, "out"});
       if (!dump.empty()) check_output_dir(dump, "--dump", {program, "dump"});
       watch_output(out, program);  // the first file written into --out marks it INCOMPLETE until the end

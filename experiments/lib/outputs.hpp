@@ -1,4 +1,4 @@
-// The binaries' output directories, claimed before any work (the rules: nn/io/ownership.hpp).
+// The binaries' output directories, claimed before any work (the rules: nn/io/directory_write.hpp).
 //   --out DIR (filled file by file): claim_output_dir creates DIR with a manifest naming the program and
 //   "out", or reuses it when it is empty or holds that manifest. Files of other names in it are left alone.
 //   --save DIR, --dump DIR (written as a whole at the end): check_output_dir refuses now what
@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "nn/io/ownership.hpp"
+#include "nn/io/directory_write.hpp"
 
 namespace gs::experiments {
 

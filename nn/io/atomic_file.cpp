@@ -1,13 +1,14 @@
 #include "nn/io/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "engine/error.hpp"
 
@@ -16,44 +17,30 @@ namespace gs::nn {
 namespace fs = std::filesystem;
 
 namespace {
-
 std::string mib(std::uintmax_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
   return buf;
 }
+}  // namespace
 
-// Up to `limit` bytes of a regular file, and whether it holds more. Anything else is refused before it
-// is opened (opening a FIFO would wait for a writer); `whole`: so is a file larger than the limit.
-std::pair<std::string, bool> read_regular(const fs::path& path, std::size_t limit, bool whole) {
+// The kind is checked before the file is opened: opening a FIFO would wait for a writer.
+std::string read_file(const fs::path& path, std::size_t max_bytes) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (ec) throw Error("cannot open " + path.string() + ": " + ec.message());
   if (!fs::is_regular_file(st))
     throw Error(path.string() + ": not a regular file (" +
                 (fs::is_directory(st) ? "a directory" : fs::is_fifo(st) ? "a FIFO" : fs::is_socket(st) ? "a socket" : "a device") + ")");
-  if (const std::uintmax_t size = fs::file_size(path, ec); whole && !ec && size > limit)
-    throw Error(path.string() + ": " + mib(size) + " is more than the limit of " + mib(limit) + " for this file");
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (!ec && size > max_bytes)
+    throw Error(path.string() + ": " + mib(size) + " is more than the limit of " + mib(max_bytes) + " for this file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + path.string() + ": " + std::strerror(errno));
-  std::string out;
-  char buffer[1 << 16];
-  while (out.size() < limit && in.read(buffer, std::min(sizeof buffer, limit - out.size())).gcount() > 0)
-    out.append(buffer, static_cast<std::size_t>(in.gcount()));
-  if (in.bad()) throw Error("cannot read " + path.string());
-  return {std::move(out), in.peek() != std::char_traits<char>::eof()};
+  std::string out(ec ? 0 : size, '\0');
+  if (!in || !in.read(out.data(), static_cast<std::streamsize>(out.size())))
+    throw Error("cannot read " + path.string() + (in ? "" : std::string(": ") + std::strerror(errno)));
+  return out;
 }
-
-}  // namespace
-
-std::string read_file(const fs::path& path, std::size_t max_bytes) {
-  auto [bytes, more] = read_regular(path, max_bytes, true);
-  if (more) throw Error(path.string() + ": more than the limit of " + mib(max_bytes) + " for this file");  // it grew
-  return std::move(bytes);
-}
-
-std::string read_file_head(const fs::path& path, std::size_t max_bytes) { return read_regular(path, max_bytes, false).first; }
-
 
 fs::path temporary_name(const fs::path& path) { return path.string() + ".tmp-" + std::to_string(::getpid()); }
 
@@ -85,5 +72,18 @@ void fsync_directory(const fs::path& dir) {
   if (fd >= 0) ::close(fd);
   if (!synced) throw Error("cannot sync directory " + dir.string() + ": " + std::strerror(err));
 }
+
+std::string sha256_hex(std::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr) != 1)
+    throw Error("sha256: OpenSSL could not compute a digest");
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < size; ++i) out += {digits[digest[i] >> 4], digits[digest[i] & 15]};
+  return out;
+}
+
+std::string sha256_of_file(const fs::path& path) { return sha256_hex(read_file(path, std::numeric_limits<std::size_t>::max())); }
 
 }  // namespace gs::nn

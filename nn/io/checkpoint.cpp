@@ -7,8 +7,8 @@
 #include <set>
 
 #include "engine/error.hpp"
+#include "engine/tape.hpp"
 #include "nn/io/atomic_file.hpp"
-#include "nn/io/config_json.hpp"
 #include "nn/io/directory_write.hpp"
 #include "nn/io/json.hpp"
 #include "nn/io/npy.hpp"
@@ -71,21 +71,18 @@ void read_config(CheckpointInfo& info, const json& doc, const std::string& file)
                 std::to_string(checkpoint_format_version));
   info.config = model_config_from_json(doc, file);
   info.step = json_count(doc.at("step"), "step", 0, SIZE_MAX, file);
+  if (!info.train().is_object()) throw Error(file + ": train is not a JSON object");
   for (const auto& [name, dims] : doc.at("parameters").items()) {
-    if (!dims.is_array()) throw Error(file + ": parameters." + name + " is not an array of dimensions");
-    Shape shape;
-    for (const json& d : dims) shape.push_back(json_count(d, "a dimension of parameters." + name, 0, std::size_t{1} << 40, file));
-    info.parameters.push_back({name, shape});
+    Shape& shape = info.parameters.emplace_back(name, Shape{}).second;
+    for (const json& d : dims.get<std::vector<json>>())
+      shape.push_back(json_count(d, "a dimension of parameters." + name, 0, std::size_t{1} << 40, file));
   }
   if (!doc.contains("optimizer")) return;
   info.optimizer = doc.at("optimizer").get<std::string>();
   info.optimizer_steps = json_count(doc.at("optimizer_steps"), "optimizer_steps", 0, SIZE_MAX, file);
   info.optimizer_slots = doc.at("optimizer_slots").get<std::vector<std::string>>();
-  for (const std::string& slot : info.optimizer_slots)
-    if (slot.empty() || slot.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
-      throw Error(file + ": optimizer_slots holds \"" + slot + "\", not a slot name (lowercase letters, digits, _)");
-  for (const auto& [name, value] : doc.at("optimizer_hyperparameters").items())
-    info.optimizer_hyperparameters.push_back({name, value.get<double>()});
+  const auto h = doc.at("optimizer_hyperparameters").get<std::map<std::string, double>>();
+  info.optimizer_hyperparameters.assign(h.begin(), h.end());
 }
 
 CheckpointInfo read_info(const fs::path& dir) {
@@ -97,7 +94,6 @@ CheckpointInfo read_info(const fs::path& dir) {
   info.document = std::make_shared<const json>(parse_json(info.files->read("config.json", std::size_t{64} << 20), file));
   try {
     read_config(info, *info.document, file);
-    if (!info.train().is_object()) throw Error(file + ": train is not a JSON object");
   } catch (const json::exception& e) {
     throw Error(json_error(file, e));
   }
@@ -107,24 +103,12 @@ CheckpointInfo read_info(const fs::path& dir) {
     for (const std::string& slot : info.optimizer_slots) implied.insert(slot_file(slot, name));
   }
   for (const std::string& name : implied)
-    if (!info.files->lists(name)) throw Error((dir / name).string() + " is missing from the manifest " + (dir / manifest_name).string());
+    if (!info.files->manifest().files.count(name))
+      throw Error((dir / name).string() + " is missing from the manifest " + (dir / manifest_name).string());
   for (const auto& [name, sha] : info.files->manifest().files)
     if (!implied.count(name)) throw Error((dir / name).string() + " is listed in the manifest, but " + file + " implies no such file");
   info.files->refuse_unlisted_files();
   return info;
-}
-
-// A .npy of the checkpoint: of the listed SHA-256, the expected shape, finite. Errors start with `what`.
-Array read_array(const VerifiedDirectory& files, const std::string& name, const std::string& what, const Shape& shape) {
-  const std::string path = (files.dir() / name).string();
-  try {
-    const Array value = parse_npy_f8(files.read(name, default_read_limit), path, shape);
-    if (const std::string bad = non_finite(value); !bad.empty())
-      throw Error(path + " holds " + bad + " of " + std::to_string(value.size()) + "; a checkpoint holds finite numbers only");
-    return value;
-  } catch (const Error& e) {
-    throw Error(what + ": " + e.what());
-  }
 }
 
 std::string listed(std::vector<std::pair<std::string, double>> h) {
@@ -220,12 +204,19 @@ void load_checkpoint(const CheckpointInfo& info, Module& model, const ModelConfi
     // Every file is read before the model changes: a refusal leaves it as it was.
     const std::vector<std::string> slots = optimizer ? optimizer->slot_names() : std::vector<std::string>{};
     std::vector<Array> values;  // the parameters', then each slot's
-    for (const NamedParameter& p : params)
-      values.push_back(read_array(*info.files, p.name + ".npy", "parameter '" + p.name + "'", p.parameter.shape()));
+    const auto read = [&](const std::string& name, const NamedParameter& p, const std::string& what) {
+      try {
+        const std::string path = (info.dir / name).string();
+        values.push_back(parse_npy_f8(info.files->read(name, default_read_limit), path, p.parameter.shape()));
+        if (const std::string bad = non_finite(values.back()); !bad.empty())  // behind a hand-resealed manifest
+          throw Error(path + " holds " + bad + " of " + std::to_string(values.back().size()) + "; a checkpoint holds finite numbers only");
+      } catch (const Error& e) {
+        throw Error("parameter '" + p.name + "'" + what + ": " + e.what());
+      }
+    };
+    for (const NamedParameter& p : params) read(p.name + ".npy", p, "");
     for (const std::string& slot : slots)
-      for (const NamedParameter& p : params)
-        values.push_back(read_array(*info.files, slot_file(slot, p.name), "parameter '" + p.name + "' (optimizer " + slot + ")",
-                                    p.parameter.shape()));
+      for (const NamedParameter& p : params) read(slot_file(slot, p.name), p, " (optimizer " + slot + ")");
     const std::size_t n = params.size();
     for (std::size_t i = 0; i < n; ++i) params[i].parameter.value() = values[i];
     for (std::size_t s = 0; s < slots.size(); ++s)
@@ -238,6 +229,31 @@ CheckpointInfo load_checkpoint(const fs::path& dir, Module& model, const ModelCo
   CheckpointInfo info = read_checkpoint_info(dir);
   load_checkpoint(info, model, config, optimizer);
   return info;
+}
+
+double write_dump(const fs::path& dir, std::string_view program, const ModelConfig& config, Module& model, const Batch& batch,
+                  const BatchLoss& loss, const std::vector<std::pair<std::string, Array>>& extra) {
+  Tape& tape = Tape::current();
+  tape.reset();
+  model.zero_grad();
+  const Var l = loss(batch.inputs, batch.targets);
+  const double value = l.value()();
+  l.backward();
+  nlohmann::ordered_json doc = {{"format", "gradscope dump"}};
+  doc.update(model_config_json(config));
+  write_directory_atomically(dir, {std::string(program), "dump"}, [&](DirectoryWriter& out) {
+    out.write("config.json", doc.dump(2) + "\n");
+    for (const NamedParameter& p : model.named_parameters()) {
+      out.write("params/" + p.name + ".npy", npy_bytes(p.parameter.value()));
+      out.write("grads/" + p.name + ".npy", npy_bytes(p.parameter.grad()));
+    }
+    out.write("batch/inputs.npy", npy_bytes(batch.inputs));
+    out.write("batch/targets.npy", npy_bytes(batch.targets));
+    out.write("loss.npy", npy_bytes(Array{value}));
+    for (const auto& [name, array] : extra) out.write(name + ".npy", npy_bytes(array));
+  });
+  tape.reset();
+  return value;
 }
 
 }  // namespace gs::nn

@@ -36,20 +36,12 @@ xt::xarray<T> parse(std::string_view bytes, const std::string& file, const Shape
 
 std::string npy_bytes(const Array& array) { return xt::dump_npy(array); }
 std::string npy_bytes(const IndexArray& array) { return xt::dump_npy(array); }
-void write_npy(const std::filesystem::path& path, const Array& array) { write_file_atomically(path, npy_bytes(array)); }
-void write_npy(const std::filesystem::path& path, const IndexArray& array) { write_file_atomically(path, npy_bytes(array)); }
 
-Array parse_npy_f8(std::string_view bytes, const std::string& file, const Shape& expected) {
-  return parse<double>(bytes, file, expected, "float64");
+Array parse_npy_f8(std::string_view bytes, const std::string& file, const Shape& shape) { return parse<double>(bytes, file, shape, "float64"); }
+IndexArray parse_npy_i8(std::string_view bytes, const std::string& file, const Shape& shape) {
+  return parse<std::int64_t>(bytes, file, shape, "int64");
 }
-IndexArray parse_npy_i8(std::string_view bytes, const std::string& file, const Shape& expected) {
-  return parse<std::int64_t>(bytes, file, expected, "int64");
-}
-Array read_npy_f8(const std::filesystem::path& path, const Shape& expected) {
-  return parse_npy_f8(read_file(path), path.string(), expected);
-}
-IndexArray read_npy_i8(const std::filesystem::path& path, const Shape& expected) {
-  return parse_npy_i8(read_file(path), path.string(), expected);
-}
+Array read_npy_f8(const std::filesystem::path& path, const Shape& shape) { return parse_npy_f8(read_file(path), path.string(), shape); }
+IndexArray read_npy_i8(const std::filesystem::path& path, const Shape& shape) { return parse_npy_i8(read_file(path), path.string(), shape); }
 
 }  // namespace gs::nn
