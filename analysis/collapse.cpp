@@ -145,9 +145,8 @@ Predictions predictions(const Array& logits, const std::vector<double>& unigram,
       const double log_z = top + std::log(sum);
       for (std::size_t v = 0; v < V; ++v) {
         const double log_p = logits(b, t, v) - log_z, p = std::exp(log_p);
-        if (p == 0) continue;  // 0 log 0 = 0
-        entropy -= p * log_p;
-        kl += p * (log_p - std::log(unigram[v]));  // +inf where u_v = 0 < p_v
+        if (p > 0) entropy -= p * log_p;                                       // 0 log 0 = 0
+        if (unigram[v] > 0) kl += unigram[v] * (std::log(unigram[v]) - log_p);  // the same for u_v = 0
       }
     }
   const double n = static_cast<double>(B * T);

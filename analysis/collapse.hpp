@@ -53,8 +53,11 @@ std::vector<BlockCollapse> block_collapse(const nn::TransformerLM& model);
 
 // What the head predicts, from logits z (B, T, V) with p_t = softmax(z_t) at each position t:
 //   entropy        mean over positions of H(p_t) = -sum_v p_t,v log p_t,v
-//   kl_to_unigram  mean over positions of KL(p_t || u) = sum_v p_t,v log(p_t,v / u_v), u the corpus's
-//                  unigram frequencies (nn::unigram_distribution): 0 when every position predicts u.
+//   kl_to_unigram  mean over positions of KL(u || p_t) = sum_v u_v log(u_v / p_t,v), u the corpus's
+//                  unigram frequencies (nn::unigram_distribution): 0 when every position predicts u, and
+//                  finite for every softmax p (a u_v = 0 adds nothing), where KL(p_t || u) is infinite
+//                  for a symbol the training text lacks. It is the extra loss p_t has on tokens drawn
+//                  from u over what u itself has, H(u, p_t) - H(u).
 // A top representation that is the same vector at every position gives the same p at every position,
 // and the best such p for cross-entropy is u, with loss H1 = H(u): the unigram loss of a stuck run.
 struct Predictions {

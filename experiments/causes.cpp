@@ -60,8 +60,8 @@
 // mean cosine between the positions of the top block's output after --collapse-step updates, after
 // --reset-step updates and after the last (and 1 - cos then, its distance from one vector); at the end,
 // block 1's, the dead-FFN-unit fraction (mean over blocks), the top block's attention entropy over its
-// maximum, the entropy of the head's predictions (against the unigram entropy H1) and their KL divergence
-// from the unigram distribution u.
+// maximum, the entropy of the head's predictions (against the unigram entropy H1) and the KL divergence
+// of the unigram distribution u from them, KL(u || p), the mean over positions (analysis::predictions).
 // A measure over seeds ignores the seeds where it is not finite (a run that blew up; 0/0 where no
 // gradient reaches the blocks); "-" when none is.
 //
@@ -522,7 +522,7 @@ Table collapse_table(const std::vector<CausesRun>& runs, const Grid& grid, const
                      const CausesOptions& o) {
   const std::string early = std::to_string(o.collapse_step), mid = std::to_string(o.reset_step);
   Table t({"placement", "change", "top cos " + early, "top cos " + mid, "top cos end", "1 - top cos", "block 1 cos", "dead FFN",
-           "top attn H/max", "head H", "KL(head || u)"});
+           "top attn H/max", "head H", "KL(u || head)"});
   for (std::size_t p = 0; p < grid.labels(0).size(); ++p)
     for (std::size_t v = 0; v < rows.size(); ++v) {
       const std::vector<const CausesRun*> seeds = seeds_of(runs, grid, {p, v});
@@ -608,8 +608,8 @@ void run(Experiment& ex, CausesOptions& o) {
   const Table collapse = collapse_table(*runs, grid, rows, o);
   std::printf("\ncollapse on a held-out probe batch, over the seeds (top: the last block; cos: the mean cosine between "
               "positions, 1 - top cos its distance from 1; %zu and %zu: after that many updates, the rest after the last; dead FFN: units <= 0 at every "
-              "position, mean over the blocks; head H: the entropy of its predictions, against H1 %.4f; KL: theirs "
-              "from the unigram distribution u):\n\n%s",
+              "position, mean over the blocks; head H: the entropy of its predictions, against H1 %.4f; KL: the "
+              "unigram distribution u's from them):\n\n%s",
               o.collapse_step, o.reset_step, corpus.unigram, collapse.to_text().c_str());
   collapse.write_csv(dir / "collapse.csv");
   runs_table(*runs, grid, rows, ex.seed_list()).write_csv(dir / "runs.csv");

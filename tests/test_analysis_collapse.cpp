@@ -124,15 +124,18 @@ TEST_CASE("block_collapse: dead units from fc1's pre-activation, branch/skip rat
 
 TEST_CASE("predictions: the head's entropy and its KL from the unigram distribution, by hand", "[collapse]") {
   // One position with equal logits over V = 2: p = (1/2, 1/2), H = log 2; against u = (1/4, 3/4),
-  // KL = 1/2 log 2 + 1/2 log(2/3). A second position of logits (0, log 3): p = (1/4, 3/4) = u, KL 0,
-  // H = -(1/4 log 1/4 + 3/4 log 3/4). The means are over the two positions.
+  // KL(u || p) = 1/4 log(1/2) + 3/4 log(3/2). A second position of logits (0, log 3): p = (1/4, 3/4) = u,
+  // KL 0, H = -(1/4 log 1/4 + 3/4 log 3/4). The means are over the two positions.
   Array z = xt::zeros<double>({1, 2, 2});
   z(0, 1, 1) = std::log(3.0);
   const std::vector<double> u = {0.25, 0.75};
   const Predictions p = predictions(z, u);
   const double h1 = std::log(2.0), h2 = -(0.25 * std::log(0.25) + 0.75 * std::log(0.75));
   REQUIRE(p.entropy == Approx((h1 + h2) / 2).epsilon(1e-14));
-  REQUIRE(p.kl_to_unigram == Approx((0.5 * std::log(2.0) + 0.5 * std::log(2.0 / 3.0)) / 2).epsilon(1e-14));
+  REQUIRE(p.kl_to_unigram == Approx((0.25 * std::log(0.5) + 0.75 * std::log(1.5)) / 2).epsilon(1e-14));
+  // a symbol the unigram lacks (u_v = 0) adds nothing: u = (0, 1) against p = (1/2, 1/2) is log 2
+  Array equal = xt::zeros<double>({1, 1, 2});
+  REQUIRE(predictions(equal, {0.0, 1.0}).kl_to_unigram == Approx(std::log(2.0)).epsilon(1e-14));
   // A shift of every logit at a position changes nothing (softmax is shift-invariant), even a large one.
   Array shifted = z + 1e3;
   REQUIRE(predictions(shifted, u).entropy == Approx(p.entropy).epsilon(1e-12));
@@ -156,8 +159,17 @@ TEST_CASE("collapse_on: one no-grad forward, measured as block_collapse and pred
     REQUIRE(c.blocks[i].entropy_share == expected[i].entropy_share);
   }
   REQUIRE(c.head.entropy == predictions(logits, u).entropy);
-  // against the uniform u, KL(p || u) = log V - H(p)
-  REQUIRE(c.head.kl_to_unigram == Approx(std::log(static_cast<double>(u.size())) - c.head.entropy).epsilon(1e-12));
+  // against the uniform u, KL(u || p_t) = -log V - mean_v log p_t,v, averaged over the positions
+  double expected_kl = 0.0;
+  const std::size_t B = logits.shape(0), T = logits.shape(1), V = logits.shape(2);
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < T; ++t) {
+      double z = 0.0;
+      for (std::size_t v = 0; v < V; ++v) z += std::exp(logits(b, t, v));
+      expected_kl -= std::log(static_cast<double>(V));
+      for (std::size_t v = 0; v < V; ++v) expected_kl -= (logits(b, t, v) - std::log(z)) / static_cast<double>(V);
+    }
+  REQUIRE(c.head.kl_to_unigram == Approx(expected_kl / static_cast<double>(B * T)).epsilon(1e-12));
   Tape::current().reset();
 }
 
