@@ -1,5 +1,6 @@
 #include "analysis/collapse.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -62,18 +63,17 @@ double top_direction_share(const Array& x, Site site) {
 double shared_share(const Array& x, Site site) {
   require_sequences(x, 1, "shared_share", site);
   const std::size_t B = x.shape(0), T = x.shape(1), C = x.shape(2);
+  const double* a = x.data();  // an Array is contiguous, row-major: a[(b T + t) C + c] = x(b, t, c)
+  std::vector<double> sum(C);
   double total = 0.0;
   for (std::size_t b = 0; b < B; ++b) {
-    double energy = 0.0, shared = 0.0;  // sum_t |x_t|^2 and T |m|^2
-    for (std::size_t c = 0; c < C; ++c) {
-      double mean = 0.0;
-      for (std::size_t t = 0; t < T; ++t) {
-        mean += x(b, t, c);
-        energy += x(b, t, c) * x(b, t, c);
-      }
-      mean /= static_cast<double>(T);
-      shared += static_cast<double>(T) * mean * mean;
+    double energy = 0.0, shared = 0.0;  // sum_t |x_t|^2 and T |m|^2 = |sum_t x_t|^2 / T
+    std::fill(sum.begin(), sum.end(), 0.0);
+    for (std::size_t t = 0; t < T; ++t) {
+      const double* row = a + (b * T + t) * C;
+      for (std::size_t c = 0; c < C; ++c) sum[c] += row[c], energy += row[c] * row[c];
     }
+    for (double s : sum) shared += s * s / static_cast<double>(T);
     total += energy > 0 ? shared / energy : 0.0;
   }
   return total / static_cast<double>(B);
@@ -81,14 +81,12 @@ double shared_share(const Array& x, Site site) {
 
 double dead_unit_fraction(const Array& pre_activation, Site site) {
   require_sequences(pre_activation, 1, "dead_unit_fraction", site);
-  const std::size_t B = pre_activation.shape(0), T = pre_activation.shape(1), U = pre_activation.shape(2);
-  std::size_t dead = 0;
-  for (std::size_t u = 0; u < U; ++u) {
-    bool fires = false;
-    for (std::size_t b = 0; b < B && !fires; ++b)
-      for (std::size_t t = 0; t < T && !fires; ++t) fires = pre_activation(b, t, u) > 0;
-    if (!fires) ++dead;
-  }
+  const std::size_t U = pre_activation.shape(2), rows = pre_activation.size() / U;
+  const double* z = pre_activation.data();  // contiguous, row-major: a row of U units per (b, t)
+  std::vector<char> fires(U, 0);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t u = 0; u < U; ++u) fires[u] |= z[r * U + u] > 0;
+  const auto dead = std::count(fires.begin(), fires.end(), 0);
   return static_cast<double>(dead) / static_cast<double>(U);
 }
 
@@ -109,8 +107,17 @@ std::vector<double> attention_entropy_share(const nn::TransformerLM& model) {
   return share;
 }
 
-std::vector<BlockCollapse> block_collapse(const nn::TransformerLM& model) {
+std::vector<BlockCollapse> block_collapse(const nn::TransformerLM& model, bool top_share) {
   const std::vector<double> entropy = attention_entropy_share(model);
+  // A branch's shared share, NaN for a branch that is 0 (rezero's a = 0): its energy is 0.
+  const auto shared_of = [](const Array& branch, double branch_rms) {
+    return branch_rms > 0 ? shared_share(branch) : NAN;
+  };
+  // rms(branch) / rms(skip), NaN for a skip that is 0.
+  const auto to_skip = [](double branch_rms, const Array& skip) {
+    const double s = rms(skip);
+    return s > 0 ? branch_rms / s : NAN;
+  };
   std::vector<BlockCollapse> out;
   for (std::size_t i = 0; i < model.blocks.size(); ++i) {
     const nn::Block& block = *model.blocks[i];
@@ -118,13 +125,20 @@ std::vector<BlockCollapse> block_collapse(const nn::TransformerLM& model) {
     // fc1's pre-activation z = mlp_in W1 + b1: (B, T, C) x (C, d_ff) -> (B, T, d_ff)
     const Array& h = t.mlp_in.value();
     const std::size_t B = h.shape(0), T = h.shape(1), C = h.shape(2);
-    const Array rows = xt::reshape_view(h, {B * T, C});
-    Array z = xt::linalg::dot(rows, block.mlp.fc1.weight.value()) + block.mlp.fc1.bias.value();
-    z.reshape({B, T, block.mlp.fc1.out_features});
-    out.push_back({position_cosine(t.out.value()), top_direction_share(t.out.value()),
-                   shared_share(t.attn_branch.value()), shared_share(t.mlp_branch.value()),
-                   rms(t.attn_branch.value()) / rms(t.attn_skip.value()),
-                   rms(t.mlp_branch.value()) / rms(t.mlp_skip.value()), dead_unit_fraction(z), entropy[i]});
+    const std::size_t U = block.mlp.fc1.out_features;
+    Array rows = h;  // a copy, reshaped (a view would be copied element by element inside dot)
+    rows.reshape({B * T, C});
+    Array z = xt::linalg::dot(rows, block.mlp.fc1.weight.value());  // (B T, d_ff)
+    const Array& b1 = block.mlp.fc1.bias.value();
+    for (std::size_t r = 0; r < B * T; ++r)  // + b1, row by row (a broadcast add costs as much as the product)
+      for (std::size_t u = 0; u < U; ++u) z.data()[r * U + u] += b1.data()[u];
+    z.reshape({B, T, U});
+    const Array& y = t.out.value();
+    const double attn_rms = rms(t.attn_branch.value()), mlp_rms = rms(t.mlp_branch.value());
+    out.push_back({T >= 2 ? position_cosine(y) : NAN, top_share ? top_direction_share(y) : NAN,
+                   shared_of(t.attn_branch.value(), attn_rms), shared_of(t.mlp_branch.value(), mlp_rms),
+                   to_skip(attn_rms, t.attn_skip.value()), to_skip(mlp_rms, t.mlp_skip.value()), dead_unit_fraction(z),
+                   entropy[i]});
   }
   return out;
 }
@@ -158,7 +172,7 @@ Collapse collapse_on(nn::TransformerLM& model, const IndexArray& inputs, const s
   NoGradScope no_grad(tape);
   tape.reset();
   const Array logits = model.logits(inputs).value();
-  Collapse c{block_collapse(model), predictions(logits, unigram)};
+  Collapse c{block_collapse(model, false), predictions(logits, unigram)};
   tape.reset();
   return c;
 }

@@ -37,10 +37,16 @@ double dead_unit_fraction(const Array& pre_activation, Site site = Site::current
 // causal attention. 1 is uniform attention, 0 every query on one key.
 std::vector<double> attention_entropy_share(const nn::TransformerLM& model);  // one per block
 
-// Every measure of one block in the last forward pass (BlockTrace, nn/block.hpp).
+// Every measure of one block in the last forward pass (BlockTrace, nn/block.hpp). Every placement
+// records a skip and a branch for both sublayers, so each is defined for every member of the zoo,
+// except where it would divide by zero; there it is NaN:
+//   out_cosine          NaN for T = 1 (no pair of positions)
+//   *_shared_share      NaN for a branch that is exactly 0 (rezero at init: a = 0; nothing to share)
+//   *_branch_to_skip    NaN for a skip that is exactly 0 (0 for rezero's zero branch at init)
+//   entropy_share       NaN for T = 1 (attention_entropy_share)
 struct BlockCollapse {
   double out_cosine;          // position_cosine of the block's output y
-  double out_top_share;       // top_direction_share of y
+  double out_top_share;       // top_direction_share of y (NaN when not asked for: block_collapse)
   double attn_shared_share;   // shared_share of the attention branch's output
   double mlp_shared_share;    // shared_share of the MLP branch's output
   double attn_branch_to_skip; // rms(attention branch) / rms(its skip) (rms: stream_split.hpp)
@@ -49,7 +55,9 @@ struct BlockCollapse {
   double entropy_share;       // attention_entropy_share of the block
 };
 // After a forward pass of `model` (its blocks' last traces and attention weights), block by block.
-std::vector<BlockCollapse> block_collapse(const nn::TransformerLM& model);
+// top_share false leaves out_top_share NaN: it is the one measure that takes an eigendecomposition
+// (of each sequence's T x T Gram matrix), the others are sums over the activations.
+std::vector<BlockCollapse> block_collapse(const nn::TransformerLM& model, bool top_share = true);
 
 // What the head predicts, from logits z (B, T, V) with p_t = softmax(z_t) at each position t:
 //   entropy        mean over positions of H(p_t) = -sum_v p_t,v log p_t,v
@@ -65,8 +73,9 @@ struct Predictions {
 };
 Predictions predictions(const Array& logits, const std::vector<double>& unigram, Site site = Site::current());
 
-// One forward pass of `inputs` (B, T) without gradient, measured: every block's collapse and the head's
-// predictions against `unigram`. Resets the current tape before and after.
+// One forward pass of `inputs` (B, T) without gradient, measured: every block's collapse (without the
+// top-direction share, NaN) and the head's predictions against `unigram`. Resets the current tape
+// before and after.
 struct Collapse {
   std::vector<BlockCollapse> blocks;
   Predictions head;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "engine/tools/inspect.hpp"
+#include "analysis/collapse.hpp"
 #include "analysis/stream_split.hpp"
 
 namespace gs::analysis {
@@ -335,6 +336,19 @@ void read_tape(const nn::TransformerLM& model, StepRecord& r) {
   r.att_logit_max = attention_logit_max(model);
   const OutputLogits o = output_logits(model);
   r.log_z_mean = o.log_z_mean, r.log_z_max = o.log_z_max, r.logit_rms = o.rms;
+}
+
+void read_collapse(const nn::TransformerLM& model, StepRecord& r, bool top_share) {
+  for (const BlockCollapse& c : block_collapse(model, top_share)) {
+    r.out_cosine.push_back(c.out_cosine);
+    r.out_top_share.push_back(c.out_top_share);
+    r.attn_shared.push_back(c.attn_shared_share);
+    r.mlp_shared.push_back(c.mlp_shared_share);
+    r.attn_branch_skip.push_back(c.attn_branch_to_skip);
+    r.mlp_branch_skip.push_back(c.mlp_branch_to_skip);
+    r.dead_units.push_back(c.dead_units);
+    r.att_entropy_share.push_back(c.entropy_share);
+  }
 }
 
 }  // namespace gs::analysis

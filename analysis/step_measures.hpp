@@ -127,6 +127,18 @@ struct StepRecord {
   double loss_change = NAN;  // L(W + d) - L(W) on this step's training batch, d this step's update
   double loss_linear = NAN;  // linear_change: g . d, its first-order prediction
   double token_share = NAN;  // token_share of the head input on the probe batch, before update t
+  // Filled by read_collapse after the step's forward pass (before update t), one entry per block, from
+  // block_collapse (analysis/collapse.hpp, which says where each is NaN: e.g. rezero's zero branches
+  // at init, T = 1):
+  std::vector<double> out_cosine;        // mean cosine between the positions of the block's output
+  std::vector<double> out_top_share;     // share of that output's energy in its top singular direction;
+                                         // NaN at the steps the caller skips (read_collapse's top_share)
+  std::vector<double> attn_shared;       // share of the attention branch's energy shared by all positions
+  std::vector<double> mlp_shared;        // the same of the MLP branch
+  std::vector<double> attn_branch_skip;  // rms(attention branch) / rms(its skip)
+  std::vector<double> mlp_branch_skip;   // rms(MLP branch) / rms(its skip)
+  std::vector<double> dead_units;        // share of fc1's units that fire at no position of the batch
+  std::vector<double> att_entropy_share; // attention entropy over its uniform maximum, mean over heads
 };
 
 // |dL/dx| of the part of x's gradient that came back through the norm alone (needs keep_contributions).
@@ -135,5 +147,9 @@ double through_norm(const nn::NormTrace& s);
 // What the forward and backward pass of this step left on the tape: layer_grad, ln_rms, ln_gain,
 // att_entropy, att_logit_max, log_z_mean, log_z_max, logit_rms.
 void read_tape(const nn::TransformerLM& model, StepRecord& r);
+
+// What block_collapse measures of this step's forward pass: out_cosine, ..., att_entropy_share, one
+// entry per block. top_share false leaves out_top_share NaN (its eigendecompositions cost the most).
+void read_collapse(const nn::TransformerLM& model, StepRecord& r, bool top_share = true);
 
 }  // namespace gs::analysis

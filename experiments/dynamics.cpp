@@ -29,6 +29,16 @@
 //                   the same forward pass (steps.csv; the plot att_logit_max shows the max over heads)
 //   log Z, logit RMS  of the output logits of the same forward pass: the mean and max over positions of
 //                   log Z = logsumexp of the logits, and their RMS (steps.csv; plots log_z and logit_rms)
+//   collapse        per block, of the same forward pass (analysis/collapse.hpp): the mean cosine between
+//                   the positions of a sequence in its output, and the share of that output's energy in
+//                   its top singular direction; per branch (attention, MLP) the share of its energy that
+//                   every position shares, and rms(branch)/rms(skip); the share of FFN units that fire at
+//                   no position of the batch (dead); the attention entropy over its uniform maximum, mean
+//                   over the heads. NaN where undefined: a share of a branch that is 0 (rezero at init),
+//                   cosines and entropies at --seq 1. The top direction's share only at steps
+//                   1..--early-window, every tenth step and the table's steps, NaN at the others (the
+//                   collapse table at steps 1, 5, 30 and the last; steps.csv; plots out_cosine,
+//                   dead_units, att_entropy_share; explorer charts per block)
 // and, for the early-window table (steps 1..--early-window; steps.csv has every step):
 //   spectral ratio  ||W after update t - W before||_2 / ||W before||_2 (largest singular values, by power
 //                   iteration), the max over the 2-D weights of each block's attention and of its MLP
@@ -51,6 +61,7 @@
 #include <map>
 
 #include "experiments/lib/experiment.hpp"
+#include "analysis/collapse.hpp"
 #include "analysis/step_measures.hpp"
 #include "analysis/stream_split.hpp"
 #include "experiments/lib/interrupt.hpp"
@@ -59,7 +70,8 @@
 namespace gs::analysis {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepRecord, loss, lr, grad_norm, output_move, layer_grad, ln_rms, ln_gain, update_ratio,
                                    att_entropy, att_logit_max, log_z_mean, log_z_max, logit_rms, spectral_ratio, loss_change,
-                                   loss_linear, token_share)
+                                   loss_linear, token_share, out_cosine, out_top_share, attn_shared, mlp_shared,
+                                   attn_branch_skip, mlp_branch_skip, dead_units, att_entropy_share)
 }  // namespace gs::analysis
 
 namespace {
@@ -100,6 +112,23 @@ void measure_update(nn::TransformerLM& model, const nn::Batch& batch, const std:
   r.loss_change = loss_now(model, batch) - loss_before;
 }
 
+// The steps of the collapse table: 1, 5, 30 and the last, those the run has.
+std::vector<std::size_t> collapse_steps(const DynamicsOptions& o) {
+  std::vector<std::size_t> shown;
+  for (std::size_t t : {std::size_t{1}, std::size_t{5}, std::size_t{30}, o.steps})
+    if (t <= o.steps && (shown.empty() || t > shown.back())) shown.push_back(t);
+  return shown;
+}
+
+// The steps t (1-based) at which the collapse measures include the top direction's share, the one with
+// an eigendecomposition per sequence and block: every step of the early window, every tenth step after
+// it, and the collapse table's. With it at every step the collapse measures add about 17% to the
+// default run's time, with these steps 5 to 9%.
+bool top_share_at(std::size_t t, const DynamicsOptions& o) {
+  const std::vector<std::size_t> shown = collapse_steps(o);
+  return t <= o.early_window || t % 10 == 0 || std::find(shown.begin(), shown.end(), t) != shown.end();
+}
+
 // The explorer page's charts of one step's output move, largest attention logit and log Z.
 void chart_step(explorer::Run& run, std::size_t step, const StepRecord& r) {
   run.declare_chart({"output_move", "output move", "RMS over the probe batch of logits after the update "
@@ -113,6 +142,20 @@ void chart_step(explorer::Run& run, std::size_t step, const StepRecord& r) {
                      "over the step's positions (what the z-loss holds near 0).", "log Z", false});
   run.add_point("log_z", "mean", step, r.log_z_mean);
   run.add_point("log_z", "max", step, r.log_z_max);
+  // The collapse measures, a series per block ("blocks.i", the top block last).
+  run.declare_chart({"out_cosine", "position cosine of each block's output", "The mean cosine between the "
+                     "positions of a sequence in the block's output (1: every position holds one direction).",
+                     "cosine", false});
+  run.declare_chart({"dead_units", "dead FFN units per block", "The share of the block's FFN units whose "
+                     "pre-activation is <= 0 at every position of the step's batch.", "share", false});
+  run.declare_chart({"att_entropy_share", "attention entropy share per block", "The block's attention entropy "
+                     "over its uniform maximum, mean over its heads (1: uniform attention).", "share", false});
+  for (std::size_t i = 0; i < r.out_cosine.size(); ++i) {
+    const std::string block = "blocks." + std::to_string(i);
+    run.add_point("out_cosine", block, step, r.out_cosine[i]);
+    run.add_point("dead_units", block, step, r.dead_units[i]);
+    run.add_point("att_entropy_share", block, step, r.att_entropy_share[i]);
+  }
 }
 
 // One run. With --html, the first seed's run is recorded for the explorer page.
@@ -139,6 +182,7 @@ DynamicsRun run_one(ModelOptions m, std::size_t warmup, const nn::Corpus& corpus
       break;
     }
     read_tape(model, r);
+    read_collapse(model, r, top_share_at(step + 1, o));
     r.token_share = before.token_share;
     const double loss_before = last_loss(model);
     if (rec) rec->record_pass(step, Tape::current(), r.loss);
@@ -224,6 +268,17 @@ Field block_spectral(std::size_t i) {
     return r.spectral_ratio.empty() ? NAN : std::max(r.spectral_ratio.at(2 * i), r.spectral_ratio.at(2 * i + 1));
   };
 }
+
+// The collapse table's fields: entry i of a per-block list (NaN where the model has no block i), the
+// top block's (the last entry), and the mean over the blocks.
+Field block_entry(Sites x, std::size_t i) {
+  return [x, i](const StepRecord& r) { return i < (r.*x).size() ? (r.*x)[i] : NAN; };
+}
+Field top_entry(Sites x) {
+  return [x](const StepRecord& r) { return (r.*x).empty() ? NAN : (r.*x).back(); };
+}
+const Field top_cosine = top_entry(&StepRecord::out_cosine), dead_units_mean = mean_over(&StepRecord::dead_units),
+            top_entropy_share = top_entry(&StepRecord::att_entropy_share);
 
 // A number from one seed's run; NaN where the run did not get far enough.
 using Measure = std::function<double(const DynamicsRun&)>;
@@ -401,6 +456,11 @@ void write_steps_csv(const Runs& runs, const ModelOptions& mo, unsigned seed0, c
   add("", {"log_z_mean", "log_z_max", "logit_rms"}), add("spectral_ratio_", spectral_group_names(mo.layers));
   // loss_change = L(W + d) - L(W) on the step's batch, loss_linear = g . d, loss_ratio = their ratio
   add("", {"loss_change", "loss_linear", "loss_ratio", "token_share"});
+  std::vector<std::string> blocks;  // the collapse measures: a column per block, "out_cosine_b0", ...
+  for (std::size_t b = 0; b < mo.layers; ++b) blocks.push_back("b" + std::to_string(b));
+  for (const char* list : {"out_cosine_", "out_top_share_", "attn_shared_", "mlp_shared_", "attn_branch_skip_",
+                           "mlp_branch_skip_", "dead_units_", "att_entropy_share_"})
+    add(list, blocks);
   Table t(cols);
   for (const auto& [k, tr] : runs)
     for (std::size_t s = 0; s < tr.size(); ++s)
@@ -415,6 +475,8 @@ void write_steps_csv(const Runs& runs, const ModelOptions& mo, unsigned seed0, c
         put({r.loss, r.lr, r.grad_norm, r.output_move}), put(r.layer_grad), put_ln(r.ln_rms), put_ln(r.ln_gain);
         put(r.update_ratio), put(r.att_entropy), put(r.att_logit_max), put({r.log_z_mean, r.log_z_max, r.logit_rms});
         put(r.spectral_ratio), put({r.loss_change, r.loss_linear, loss_ratio(r), r.token_share});
+        put(r.out_cosine), put(r.out_top_share), put(r.attn_shared), put(r.mlp_shared), put(r.attn_branch_skip);
+        put(r.mlp_branch_skip), put(r.dead_units), put(r.att_entropy_share);
         t.add_row(row);
       }
   t.write_csv(dir / "steps.csv");
@@ -440,6 +502,12 @@ void plots(const Runs& runs, const nn::Corpus& corpus, const ModelOptions& mo, c
       predicted.push_back(mean_curve(tr, inv_rms, run_label(k) + ": 1/RMS(input)"));
   draw_runs(runs, ln_gain, "LN gain |dL/d in|/|dL/d out| and 1/RMS(input), mean over the LNs",
             "gain (log scale)", true, dir, "ln_gain", predicted);
+  draw_runs(runs, top_cosine, "mean cosine between the positions of the top block's output", "cosine", false, dir,
+            "out_cosine");
+  draw_runs(runs, dead_units_mean, "share of FFN units that fire at no position, mean over the blocks", "share",
+            false, dir, "dead_units");
+  draw_runs(runs, top_entropy_share, "the top block's attention entropy over its uniform maximum", "share", false,
+            dir, "att_entropy_share");
   for (const auto& [k, tr] : runs) draw_per_run(k, tr, mo.layers, ln_names_of(mo, k.placement), dir);
 }
 
@@ -494,6 +562,32 @@ void early_window_table(const Runs& runs, const nn::Corpus& corpus, const ModelO
       "(nats)\n\n%s",
       e, fmt(chance, 3).c_str(), printed.to_text().c_str());
   every.write_csv(dir / "early_window.csv");
+}
+
+// A row per run at each of collapse_steps, mean ± sd over the seeds.
+void collapse_table(const Runs& runs, const DynamicsOptions& o, const std::filesystem::path& dir) {
+  const std::vector<std::size_t> shown = collapse_steps(o);
+  const std::vector<std::string> cols = {"run", "step", "cos top", "cos b1", "top dir top", "H share top",
+                                         "dead units", "attn/skip", "mlp/skip"};
+  const std::vector<Field> fields = {top_cosine, block_entry(&StepRecord::out_cosine, 1),
+                                     top_entry(&StepRecord::out_top_share), top_entropy_share, dead_units_mean,
+                                     mean_over(&StepRecord::attn_branch_skip), mean_over(&StepRecord::mlp_branch_skip)};
+  Table t(cols);
+  for (const auto& [k, tr] : runs)
+    for (std::size_t step : shown) {
+      std::vector<std::string> row = {run_label(k), std::to_string(step)};
+      for (const Field& f : fields) row.push_back(over_seeds(tr, at(step, f)));
+      t.add_row(row);
+    }
+  std::printf(
+      "\ncollapse of the positions, in the forward pass before update t: cos = the mean cosine between the positions "
+      "of a sequence in a block's output (1: one direction at every position), for the top block and block 1; top "
+      "dir = the share of the top block's output energy in its top singular direction (1: rank one); H share = the "
+      "top block's attention entropy over its uniform maximum, mean over its heads (1: uniform attention); dead "
+      "units = the share of FFN units that fire at no position of the batch, mean over the blocks; attn/skip, "
+      "mlp/skip = rms(branch) / rms(skip), mean over the blocks\n\n%s",
+      t.to_text().c_str());
+  t.write_csv(dir / "collapse.csv");
 }
 
 // Against the step on a log axis (the early window spread out), the mean over the seeds per run: the
@@ -552,12 +646,14 @@ void run(Experiment& ex, DynamicsOptions& o) {
   std::filesystem::create_directories(dir);
   link_tables(traces, corpus, o, dir);
   early_window_table(traces, corpus, mo, o, dir);
+  collapse_table(traces, o, dir);
   write_steps_csv(traces, mo, mo.seed, dir);
   plots(traces, corpus, mo, o, dir);
   early_plots(traces, dir);
   std::printf(
-      "\nwrote %s: steps.csv, link{1..4}_*.csv, early_window.csv; plots loss, output_move, ln_input_rms, att_logit_max, log_z, "
-      "logit_rms, grad_ratio, ln_gain, grads_<run>, ln_input_<run>, spectral_ratio, token_share, loss_ratio (.png, .svg)\n"
+      "\nwrote %s: steps.csv, link{1..4}_*.csv, early_window.csv, collapse.csv; plots loss, output_move, ln_input_rms, "
+      "att_logit_max, log_z, logit_rms, grad_ratio, ln_gain, out_cosine, dead_units, att_entropy_share, grads_<run>, "
+      "ln_input_<run>, spectral_ratio, token_share, loss_ratio (.png, .svg)\n"
       "time: %.1f s\n",
       dir.string().c_str(), seconds_since(start));
 }

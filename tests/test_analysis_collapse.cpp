@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "nn_gradcheck.hpp"
 #include "tiny_model.hpp"
 #include "engine/engine.hpp"
 #include "analysis/collapse.hpp"
@@ -199,6 +200,61 @@ TEST_CASE("a linear map whose input is one vector at every position: its weight 
   for (std::size_t c = 1; c < 3; ++c)
     for (std::size_t j = 0; j < 4; ++j)
       REQUIRE(lin.weight.grad()(c, j) == Approx(lin.weight.grad()(0, j) * x[c] / x[0]).epsilon(1e-12));
+}
+
+TEST_CASE("block_collapse on every zoo member: one entry per block, NaN only where a measure is undefined",
+          "[collapse][zoo]") {
+  for (const std::string& member : test::zoo()) {
+    for (const std::size_t T : {std::size_t{3}, std::size_t{1}}) {
+      CAPTURE(member, T);
+      nn::TransformerLM model(test::gradcheck_config(member));  // 2 blocks, d 4, vocab 5, context 3
+      IndexArray ids = xt::zeros<std::int64_t>({std::size_t{2}, T});
+      for (std::size_t i = 0; i < ids.size(); ++i) ids.flat(i) = static_cast<std::int64_t>((2 * i + 1) % 5);
+      Tape tape;
+      TapeScope scope(tape);
+      model.logits(ids);
+      const std::vector<BlockCollapse> c = block_collapse(model);
+      REQUIRE(c.size() == 2);
+      const bool rezero = model.blocks[0]->residual == nn::Residual::rezero;
+      for (std::size_t i = 0; i < 2; ++i) {
+        CAPTURE(i);
+        if (T == 1) {  // a single position: no pair to compare, no choice of key
+          REQUIRE(std::isnan(c[i].out_cosine));
+          REQUIRE(std::isnan(c[i].entropy_share));
+          REQUIRE(c[i].out_top_share == Approx(1.0).epsilon(1e-12));  // one row is rank one
+        } else {
+          REQUIRE(c[i].out_cosine >= -1.0 - 1e-12);
+          REQUIRE(c[i].out_cosine <= 1.0 + 1e-12);
+          REQUIRE(c[i].entropy_share > 0.0);
+          REQUIRE(c[i].entropy_share <= 1.0 + 1e-12);
+          REQUIRE(c[i].out_top_share >= 1.0 / 3.0 - 1e-12);
+          REQUIRE(c[i].out_top_share <= 1.0 + 1e-12);
+        }
+        if (rezero) {  // a = 0 at init: both branches are exactly 0
+          REQUIRE(std::isnan(c[i].attn_shared_share));
+          REQUIRE(std::isnan(c[i].mlp_shared_share));
+          REQUIRE(c[i].attn_branch_to_skip == 0.0);
+          REQUIRE(c[i].mlp_branch_to_skip == 0.0);
+        } else {
+          for (double share : {c[i].attn_shared_share, c[i].mlp_shared_share}) {
+            REQUIRE(share >= 0.0);
+            REQUIRE(share <= 1.0 + 1e-12);
+          }
+          REQUIRE(c[i].attn_branch_to_skip > 0.0);
+          REQUIRE(std::isfinite(c[i].mlp_branch_to_skip));
+        }
+        REQUIRE(c[i].dead_units >= 0.0);
+        REQUIRE(c[i].dead_units <= 1.0);
+      }
+      // Without the top share the rest is the same.
+      const std::vector<BlockCollapse> cheap = block_collapse(model, false);
+      for (std::size_t i = 0; i < 2; ++i) {
+        REQUIRE(std::isnan(cheap[i].out_top_share));
+        REQUIRE(cheap[i].dead_units == c[i].dead_units);
+        REQUIRE((cheap[i].out_cosine == c[i].out_cosine || std::isnan(c[i].out_cosine)));
+      }
+    }
+  }
 }
 
 }  // namespace test_analysis_collapse

@@ -8,6 +8,7 @@
 #include "check.hpp"
 #include "tiny_model.hpp"
 #include "engine/engine.hpp"
+#include "analysis/collapse.hpp"
 #include "analysis/step_measures.hpp"
 #include "nn/optim.hpp"
 
@@ -315,6 +316,46 @@ TEST_CASE("probe_pass: probe_logits' logits and the token share of the head inpu
   TapeScope scope(tape);
   model.logits(probe.inputs);
   REQUIRE(pass.token_share == Approx(token_share(head_input(model), probe.inputs)).epsilon(1e-12));
+}
+
+TEST_CASE("read_collapse: a list entry per block, block_collapse's numbers of the same forward pass",
+          "[step_measures][collapse]") {
+  // The same number, or NaN in both (rezero's branch shares at init).
+  const auto same = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
+  for (const std::string placement : {"post", "pre", "rezero"}) {
+    CAPTURE(placement);
+    nn::TransformerLM model = test::tiny_model(placement);
+    Tape tape;
+    TapeScope scope(tape);
+    model.logits(test::tiny_ids(3, 6));
+    model.logits(test::tiny_ids(2, 5));  // the last pass is the one measured
+    StepRecord r, cheap;
+    read_collapse(model, r);
+    read_collapse(model, cheap, false);
+    const std::vector<BlockCollapse> c = block_collapse(model);
+    REQUIRE(c.size() == 2);
+    for (const std::vector<double>* list : {&r.out_cosine, &r.out_top_share, &r.attn_shared, &r.mlp_shared,
+                                            &r.attn_branch_skip, &r.mlp_branch_skip, &r.dead_units, &r.att_entropy_share})
+      REQUIRE(list->size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+      CAPTURE(i);
+      CHECK(same(r.out_cosine[i], c[i].out_cosine));
+      CHECK(same(r.out_top_share[i], c[i].out_top_share));
+      CHECK(same(r.attn_shared[i], c[i].attn_shared_share));
+      CHECK(same(r.mlp_shared[i], c[i].mlp_shared_share));
+      CHECK(same(r.attn_branch_skip[i], c[i].attn_branch_to_skip));
+      CHECK(same(r.mlp_branch_skip[i], c[i].mlp_branch_to_skip));
+      CHECK(same(r.dead_units[i], c[i].dead_units));
+      CHECK(same(r.att_entropy_share[i], c[i].entropy_share));
+      CHECK(std::isnan(cheap.out_top_share[i]));
+      CHECK(same(cheap.out_cosine[i], c[i].out_cosine));
+    }
+    // Of the pass of B = 2, T = 5: the mean over heads of attention_entropy over the uniform mean log(t + 1).
+    double uniform = 0.0;
+    for (std::size_t t = 0; t < 5; ++t) uniform += std::log(static_cast<double>(t + 1)) / 5.0;
+    const std::vector<double> h = attention_entropy(model);  // block-major, 2 heads
+    CHECK(r.att_entropy_share[1] == Approx((h[2] + h[3]) / 2.0 / uniform).epsilon(1e-12));
+  }
 }
 
 }  // namespace test_analysis_step_measures
