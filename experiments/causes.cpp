@@ -522,7 +522,7 @@ Table collapse_table(const std::vector<CausesRun>& runs, const Grid& grid, const
                      const CausesOptions& o) {
   const std::string early = std::to_string(o.collapse_step), mid = std::to_string(o.reset_step);
   Table t({"placement", "change", "top cos " + early, "top cos " + mid, "top cos end", "1 - top cos", "block 1 cos", "dead FFN",
-           "top attn H/max", "head H", "KL(u || head)"});
+           "top attn H/max", "head H", "KL(u, head)"});
   for (std::size_t p = 0; p < grid.labels(0).size(); ++p)
     for (std::size_t v = 0; v < rows.size(); ++v) {
       const std::vector<const CausesRun*> seeds = seeds_of(runs, grid, {p, v});

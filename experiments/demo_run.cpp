@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 
+#include "analysis/collapse.hpp"
 #include "engine/tape.hpp"
 #include "engine/var.hpp"
 #include "experiments/lib/threads.hpp"
@@ -51,6 +52,11 @@ Run train_one(const DemoRun& spec, const DemoOptions& o, const nn::Corpus& corpu
         model, nn::training_batch(corpus.data, o.batch, T, seed, step));
     if (!std::isfinite(loss)) break;
     recorder.record_pass(step, tape, loss);
+    std::vector<double> cosine, dead, entropy;  // the collapse charts, from this pass
+    for (const analysis::BlockCollapse& b : analysis::block_collapse(model, false)) {
+      cosine.push_back(b.out_cosine), dead.push_back(b.dead_units), entropy.push_back(b.entropy_share);
+    }
+    chart_collapse(run, step, cosine, dead, entropy);
     if (step == o.steps) break;  // the last pass is recorded, not followed by an update
     const nn::Update u = nn::apply_update(*optimizer, schedule, step, 0.0);
     recorder.record_update(step);

@@ -142,20 +142,7 @@ void chart_step(explorer::Run& run, std::size_t step, const StepRecord& r) {
                      "over the step's positions (what the z-loss holds near 0).", "log Z", false});
   run.add_point("log_z", "mean", step, r.log_z_mean);
   run.add_point("log_z", "max", step, r.log_z_max);
-  // The collapse measures, a series per block ("blocks.i", the top block last).
-  run.declare_chart({"out_cosine", "position cosine of each block's output", "The mean cosine between the "
-                     "positions of a sequence in the block's output (1: every position holds one direction).",
-                     "cosine", false});
-  run.declare_chart({"dead_units", "dead FFN units per block", "The share of the block's FFN units whose "
-                     "pre-activation is <= 0 at every position of the step's batch.", "share", false});
-  run.declare_chart({"att_entropy_share", "attention entropy share per block", "The block's attention entropy "
-                     "over its uniform maximum, mean over its heads (1: uniform attention).", "share", false});
-  for (std::size_t i = 0; i < r.out_cosine.size(); ++i) {
-    const std::string block = "blocks." + std::to_string(i);
-    run.add_point("out_cosine", block, step, r.out_cosine[i]);
-    run.add_point("dead_units", block, step, r.dead_units[i]);
-    run.add_point("att_entropy_share", block, step, r.att_entropy_share[i]);
-  }
+  explorer::chart_collapse(run, step, r.out_cosine, r.dead_units, r.att_entropy_share);
 }
 
 // One run. With --html, the first seed's run is recorded for the explorer page.

@@ -270,4 +270,21 @@ void RunRecorder::record_update(std::size_t step) {
   before_.clear();
 }
 
+void chart_collapse(Run& run, std::size_t step, const std::vector<double>& out_cosine,
+                    const std::vector<double>& dead_units, const std::vector<double>& att_entropy_share) {
+  run.declare_chart({"out_cosine", "position cosine of each block's output", "The mean cosine between the "
+                     "positions of a sequence in the block's output (1: every position holds one direction).",
+                     "cosine", false});
+  run.declare_chart({"dead_units", "dead FFN units per block", "The share of the block's FFN units whose "
+                     "pre-activation is <= 0 at every position of the step's batch.", "share", false});
+  run.declare_chart({"att_entropy_share", "attention entropy share per block", "The block's attention entropy "
+                     "over its uniform maximum, mean over its heads (1: uniform attention).", "share", false});
+  for (std::size_t i = 0; i < out_cosine.size(); ++i) {
+    const std::string block = "blocks." + std::to_string(i);
+    run.add_point("out_cosine", block, step, out_cosine[i]);
+    run.add_point("dead_units", block, step, dead_units.at(i));
+    run.add_point("att_entropy_share", block, step, att_entropy_share.at(i));
+  }
+}
+
 }  // namespace gs::explorer

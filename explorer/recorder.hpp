@@ -43,6 +43,12 @@ std::vector<std::size_t> parse_steps(const std::string& text, const std::string&
 // after it if there is one: "blocks.3.attn.q.weight" -> "blocks.3", "tok_emb.weight" -> "tok_emb".
 std::string module_group(const std::string& parameter_name);
 
+// The collapse charts of a run (analysis/collapse.hpp's measures, one series per block "blocks.i", the
+// top block last): each block output's mean cosine between positions, its dead FFN units, its attention
+// entropy over the maximum. A NaN (a measure a placement leaves undefined) is stored as such.
+void chart_collapse(Run& run, std::size_t step, const std::vector<double>& out_cosine,
+                    const std::vector<double>& dead_units, const std::vector<double>& att_entropy_share);
+
 struct RecorderOptions {
   std::vector<std::size_t> snapshot_steps = default_snapshot_steps();
   std::size_t max_graph_entries = 200;  // above this the run has no graph, only charts (a 4-layer model has 125)

@@ -69,7 +69,7 @@ TEST_CASE("causes: the collapse table gives every row, and measures each run's p
                                      dir.path);
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
-  CHECK_THAT(r.out, Catch::Contains("top cos 1") && Catch::Contains("top cos 2") && Catch::Contains("KL(u || head)"));
+  CHECK_THAT(r.out, Catch::Contains("top cos 1") && Catch::Contains("top cos 2") && Catch::Contains("KL(u, head)"));
   const auto collapse = test::read_csv(dir.path / "o" / "collapse.csv");
   REQUIRE(collapse.size() == 4);  // 2 placements x 2 rows
   for (const auto& row : test::read_csv(dir.path / "o" / "runs.csv")) {
