@@ -242,9 +242,9 @@ std::string rows_problem(const CausesOptions& o) {
     const std::string row = "row '" + v.name + "'";
     if ((v.act == GroupAct::reset || v.act == GroupAct::graft || v.act == GroupAct::reset_adam) && v.group_steps >= o.steps)
       return "--reset-step " + std::to_string(v.group_steps) + " must be below " + steps + " (" + row + " acts then)";
-    if (v.rewarm_steps > 0 && v.rewarm_at + v.rewarm_steps >= o.steps)
+    if (v.rewarm_steps > 0 && v.rewarm_at + v.rewarm_steps > o.steps)
       return row + " warms up again over steps " + std::to_string(v.rewarm_at) + " to " +
-             std::to_string(v.rewarm_at + v.rewarm_steps) + ", not before " + steps +
+             std::to_string(v.rewarm_at + v.rewarm_steps) + ", past " + steps +
              ": its run would end inside that warmup; give more --steps or an earlier --reset-step";
     if (v.optimizer.hold >= o.steps)
       return "--hold " + std::to_string(v.optimizer.hold) + " is not less than " + steps + ": " + row +
