@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "csv_reader.hpp"
 #include "io_helpers.hpp"
 #include "run_binary.hpp"
 #include "analysis/collapse.hpp"
@@ -22,38 +23,11 @@
 namespace test_experiments_dynamics {  // one namespace per test file: the files compile in groups
 
 using namespace gs;
+using test::read_csv;
 using test::run_binary;
 namespace fs = std::filesystem;
 
 namespace {
-
-// The cells of one CSV line (a quoted cell may hold commas).
-std::vector<std::string> cells_of(const std::string& line) {
-  std::vector<std::string> cells(1);
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') quoted = !quoted;
-    else if (c == ',' && !quoted) cells.emplace_back();
-    else cells.back() += c;
-  }
-  return cells;
-}
-
-// A CSV file as rows of named cells.
-std::vector<std::map<std::string, std::string>> read_csv(const fs::path& p) {
-  std::stringstream lines(gs::nn::read_file(p));
-  std::string line;
-  std::getline(lines, line);
-  const std::vector<std::string> header = cells_of(line);
-  std::vector<std::map<std::string, std::string>> rows;
-  while (std::getline(lines, line)) {
-    const std::vector<std::string> cells = cells_of(line);
-    REQUIRE(cells.size() == header.size());
-    std::map<std::string, std::string>& row = rows.emplace_back();
-    for (std::size_t i = 0; i < cells.size(); ++i) row[header[i]] = cells[i];
-  }
-  return rows;
-}
 
 // The cells of a printed table's line (separated by two spaces or more).
 std::vector<std::string> table_cells(const std::string& line) {
