@@ -39,7 +39,7 @@ struct DemoOptions {
   // The verdict's margin in nats: a run beats frozen blocks when its held-out loss is below that of the
   // frozen-blocks run of its placement minus this (causes' --margin and "beat frozen").
   double margin = 0.05;
-  std::vector<DemoRun> runs = {{"post", 0, ""}, {"post", 100, ""}, {"pre", 0, ""}, {"pre", 100, ""}};
+  std::vector<DemoRun> runs = {{"post", 0, ""}, {"pre", 0, ""}, {"post", 100, ""}, {"post", 0, "ln-undo-gain"}};  // explorer's
   RecorderOptions recorder;
   unsigned jobs = 2;
 };
