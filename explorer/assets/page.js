@@ -817,7 +817,7 @@
     const hasSpread = !!seriesOf(ra, 'top_spread', topBlock);
     const spreadLabel = (hasSpread ? '1 - cosine' : 'cosine') + ' of ' + escapeHtml(topBlock) + '\'s positions, step ' + last;
     const spread = function (i, step) { return cell(i, hasSpread ? 'top_spread' : 'out_cosine', topBlock, step); };
-    const factCell = function (i, text) { return '<td class="num" data-run="' + i + '" data-fact="verdict">' + escapeHtml(text) + '</td>'; };
+    const factCell = function (i, text) { return '<td class="verdict" data-run="' + i + '" data-fact="verdict">' + escapeHtml(text) + '</td>'; };
     const runs = [A].concat(rb ? [B] : []);
     const head = '<tr><th></th>' + runs.map(function (i, k) { return '<th>' + (k ? 'B: ' : 'A: ') + escapeHtml(DATA.runs[i].name) + '</th>'; }).join('') + '</tr>';
     const table = function (rows) {
@@ -863,9 +863,8 @@
       const ru = DATA.runs[undo], vu = verdictOf(ru);
       add('Not the cause: the vanishing gradient', ['intervention: not sufficient'],
         '<p>In Post-LN the gradient shrinks on its way down through the LNs, so its lowest block gets less than its top. ' + name(undo) + ' gives it back (every LN\'s backward ' +
-        'without its 1/σ) and, against the same frozen-blocks baseline, it ' + (vu.beats ? 'beats' : 'does not beat') +
-        ' them: ' + escapeHtml(vu.text) + '. Restoring the gradient does not rescue Post-LN; nor does clamping the branches ' +
-        '(branch dominance) in <code>causes</code>.</p>' +
+        'without its 1/σ); judged against the same frozen-blocks baseline, it ' + escapeHtml(vu.text) + '. In <code>causes</code>, over 5 seeds of the lesson\'s model, giving the gradient back rescues none against ' +
+        'frozen blocks, and neither does clamping the branches (branch dominance).</p>' +
         '<table class="numbers"><tr><th></th><th>A: ' + escapeHtml(ra.name) + '</th><th>B: ' + escapeHtml(ru.name) + '</th></tr>' +
         '<tr><th>|dL/dW| of ' + escapeHtml(bottom) + ', step ' + last + '</th>' + cell(A, 'grad_norm', bottom, last) + cell(undo, 'grad_norm', bottom, last) + '</tr>' +
         '<tr><th>|dL/dW| of ' + escapeHtml(topBlock) + ', step ' + last + '</th>' + cell(A, 'grad_norm', topBlock, last) + cell(undo, 'grad_norm', topBlock, last) + '</tr>' +
@@ -877,8 +876,7 @@
     if (warm >= 0) {
       const rw = DATA.runs[warm], vw = verdictOf(rw);
       add('What rescues it: a warmup', ['intervention: sufficiency'],
-        '<p>' + name(warm) + ' ramps every update up over its first steps; against frozen blocks it ' + (vw.beats ? 'beats' : 'does not beat') +
-        ' them: ' + escapeHtml(vw.text) + '. In <code>causes</code> a warmup of the blocks alone is enough.</p>' +
+        '<p>' + name(warm) + ' ramps every update up over its first steps; it ' + escapeHtml(vw.text) + '. In <code>causes</code> a warmup of the blocks alone is enough.</p>' +
         '<table class="numbers"><tr><th></th><th>A: ' + escapeHtml(ra.name) + '</th><th>B: ' + escapeHtml(rw.name) + '</th></tr>' +
         '<tr><th>' + spreadLabel + '</th>' + spread(A, last) + spread(warm, last) + '</tr>' +
         '<tr><th>held-out loss against frozen blocks</th>' + factCell(A, verdictOf(ra).text) + factCell(warm, vw.text) + '</tr></table>',
@@ -912,6 +910,9 @@
     const t = tour[k].action;
     tourAt = k;
     Array.prototype.forEach.call($('tour').children, function (li, j) { li.classList.toggle('active', j === k); });
+    // the active link in view in the list (the question and the control above it stay put)
+    const list = $('tour'), li = list.children[k];
+    if (li.offsetTop < list.scrollTop || li.offsetTop + li.offsetHeight > list.scrollTop + list.clientHeight) list.scrollTop = li.offsetTop;
     Array.prototype.forEach.call($('chain-buttons').children, function (b, j) { b.classList.toggle('on', j === k); });
     $('chain-prev').disabled = k === 0;
     $('chain-next').disabled = k === tour.length - 1;
@@ -920,8 +921,15 @@
     Object.keys(state.folded).forEach(function (s) { unfold(s, true); });
     t.fold.forEach(function (s) { fold(s); });
     if (t.node >= 0) select(t.node);
-    if (view.clusters[t.open]) showBox(outer(view.clusters[t.open].getBBox()));
-    else defaultView();
+    if (view.clusters[t.open]) {
+      // the open block at the readable zoom: its top at the top of the view, its middle (where its
+      // sublayers sit beside the stream) in the middle
+      const b = outer(view.clusters[t.open].getBBox()), v = viewSize(), z = READABLE;
+      setZoom([v.w / 2 - z * (b.x + b.width / 2), 28 - z * b.y], z);
+      Object.keys(state.folded).forEach(drawCard);
+    } else {
+      defaultView();
+    }
   }
 
   // ---- the toolbar ----
