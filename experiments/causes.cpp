@@ -118,7 +118,7 @@ bool in_group(const std::string& name, Group group, std::size_t layers) {
     case Group::none: return false;
     case Group::emb: return name.starts_with("tok_emb.") || name.starts_with("pos_emb.");
     case Group::head: return name.starts_with("head.");
-    case Group::blocks: return block || ln_f;
+    case Group::blocks: return is_block_parameter(name);
     case Group::norms: return ln_f || (block && name.find(".ln") != std::string::npos);
     case Group::lower:
     case Group::upper: return block && (2 * std::stoul(name.substr(7)) < layers) == (group == Group::lower);
@@ -504,7 +504,7 @@ Table causes_table(const std::vector<CausesRun>& runs, const Grid& grid, const s
       std::vector<double> gap;
       for (const CausesRun* r : seeds) {
         ++count[static_cast<int>(r->verdict)];
-        beat += r->final_loss < base.lowest - margin;
+        beat += beats_frozen(r->final_loss, base.lowest, margin);
         gap.push_back((r->final_loss - corpus.floor) / base.gap);
       }
       const auto n = [&](Verdict x) { return std::to_string(count[static_cast<int>(x)]); };

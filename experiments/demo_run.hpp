@@ -23,24 +23,31 @@ struct DemoRun {
 };
 
 struct DemoOptions {
-  // The model (each run sets its placement): dynamics' (vocab 16, d 32, 2 heads, d_ff 128, batch 16 x
-  // seq 16) at 4 layers, the depth at which Post-LN without warmup gets stuck at lr 1e-2 while Pre-LN
-  // trains (docs/explorer.md). Its seed is the corpus's and the batches' too; its context is the seq.
+  // The model (each run sets its placement): the lesson's, causes' and dynamics' default (6 layers,
+  // vocab 16, d 32, 2 heads, d_ff 128, batch 16 x seq 16; docs/why-pre-ln.md), where Post-LN without
+  // warmup gets stuck at lr 1e-2 while Pre-LN trains. Its seed is the corpus's and the batches' too;
+  // its context is the seq.
   nn::ModelConfig model = [] {
     nn::ModelConfig c;
-    c.vocab = 16, c.context = 16, c.d_model = 32, c.heads = 2, c.layers = 4, c.d_ff = 128;
+    c.vocab = 16, c.context = 16, c.d_model = 32, c.heads = 2, c.layers = 6, c.d_ff = 128;
     return c;
   }();
   std::size_t batch = 16;
   double lr = 1e-2;
   std::size_t steps = 300;  // updates; the pass after the last one is recorded too (step == steps)
   std::size_t eval_batches = 20;
-  std::vector<DemoRun> runs = {{"post", 0, ""}, {"post", 100, ""}, {"pre", 0, ""}, {"pre", 100, ""}};
+  // The verdict's margin in nats: a run beats frozen blocks when its held-out loss is below that of the
+  // frozen-blocks run of its placement minus this (causes' --margin and "beat frozen").
+  double margin = 0.05;
+  std::vector<DemoRun> runs = {{"post", 0, ""}, {"pre", 0, ""}, {"post", 100, ""}, {"post", 0, "ln-undo-gain"}};  // explorer's
   RecorderOptions recorder;
   unsigned jobs = 2;
 };
 
-// Trains every run (on `jobs` threads) and returns the page; prints one line per finished run.
+// Trains every run and, for each placement among them, its frozen-blocks baseline (the same model,
+// seed, batches and constant lr with every block and ln_f held at init, not shown as a run), on `jobs`
+// threads, and returns the page: each run's facts end with its verdict against that baseline. Prints
+// one line per finished run, its verdict.
 Page demo_page(const DemoOptions& options);
 
 }  // namespace gs::explorer

@@ -1,7 +1,10 @@
-// explorer: trains Post-LN and Pre-LN, with and without warmup, and writes the explorer page of the
-// runs (docs/explorer.md). Until every binary takes --html, this is how a page is made.
+// explorer: trains Post-LN and Pre-LN in the lesson's setting (6 layers, d 32, vocab 16 order-2 Markov
+// corpus, Adam lr 1e-2; docs/why-pre-ln.md) and writes the explorer page of the runs (docs/explorer.md),
+// each judged against the frozen-blocks baseline of its placement, which it trains too. Until every
+// binary takes --html, this is how a page is made.
 //
-//   build/bin/explorer                                 5 runs (post/pre x warmup 0/100, post with ln-undo-gain), 300 steps each
+//   build/bin/explorer                                 4 runs (post and pre without warmup, post with warmup 100,
+//                                                      post with ln-undo-gain) and 2 frozen-blocks baselines, 300 steps each
 //   build/bin/explorer --html a.html --runs post:0 --steps 100
 //   build/bin/explorer --html both.html --html-add a.html --html-add b.html --runs ""   merge pages only
 //
@@ -81,17 +84,19 @@ int main(int argc, char** argv) {
   DemoOptions o;
   HtmlOptions html;
   html.file = "out/explorer/explorer.html";
-  std::vector<std::string> runs = {"post:0", "post:100", "pre:0", "pre:100", "post:0:ln-undo-gain"};
+  std::vector<std::string> runs = {"post:0", "pre:0", "post:100", "post:0:ln-undo-gain"};
   add_html_options(app, html);
   add_flag(app, "--runs", runs,
            "PLACEMENT:WARMUP[:CHANGE] runs to train (comma-separated; empty: none); CHANGE: radam, or an "
            "intervention of `causes` in every block (ln-undo-gain, ln-detach-stats, detach-skip, detach-branch, freeze-ln)");
   add_flag(app, "--steps", o.steps, "training steps per run", Whole{0, Whole::no_max, "0: the pass at initialization only"});
   add_flag(app, "--lr", o.lr, "peak learning rate of Adam(0.9, 0.98)", Real::above(0));
-  add_flag(app, "--layers", o.model.layers, "blocks (the graph view draws up to about 4)", Whole{1});
+  add_flag(app, "--layers", o.model.layers, "blocks (above about 6 the graph has too many entries to draw)", Whole{1});
   add_flag(app, "--d-model", o.model.d_model, "model width", Whole{1});
   add_flag(app, "--heads", o.model.heads, "attention heads (must divide --d-model)", Whole{1});
   add_flag(app, "--d-ff", o.model.d_ff, "feed-forward width", Whole{0, Whole::no_max, "0: 4 x --d-model"});
+  add_flag(app, "--margin", o.margin, "verdict margin in nats: a run beats frozen blocks below their loss minus this "
+           "(as causes' \"beat frozen\")", Real::above(0));
   add_flag(app, "--seed", o.model.seed, "initialisation, corpus and batch seed", Whole{0});
   add_flag(app, "--jobs", o.jobs, "runs trained at once", Whole{1, gs::experiments::max_jobs()});
 

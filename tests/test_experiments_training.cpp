@@ -27,6 +27,41 @@ TEST_CASE("verdict_of: diverged above log V + margin or not finite, stuck above 
   REQUIRE(to_string(Verdict::stuck) == "stuck");
 }
 
+TEST_CASE("freeze_blocks: after updates every block parameter and ln_f is at its initial value, the embeddings "
+          "and the head have moved; beats_frozen needs the margin", "[experiments]") {
+  const nn::Corpus c = tiny_corpus();
+  for (const std::string placement : {"post", "pre"}) {
+    nn::TransformerLM model(run_config(placement));
+    nn::Adam adam(model.named_parameters(), adam_options());
+    std::vector<Array> before;
+    for (const nn::NamedParameter& p : model.named_parameters()) before.push_back(p.parameter.value());
+    freeze_blocks(adam);
+    losses(model, adam, tiny_setup(c), 0, 4);
+    std::size_t held = 0, moved = 0;
+    const std::vector<nn::NamedParameter> after = model.named_parameters();
+    for (std::size_t i = 0; i < after.size(); ++i) {
+      const bool same = xt::all(xt::equal(after[i].parameter.value(), before[i]));
+      if (is_block_parameter(after[i].name)) {
+        CHECK(same);
+        held += same;
+      } else {
+        CHECK_FALSE(same);  // tok_emb, pos_emb, head learn
+        moved += !same;
+      }
+    }
+    CHECK(held > 0);
+    CHECK(moved >= 3);
+  }
+  CHECK(is_block_parameter("blocks.0.attn.q.weight"));
+  CHECK(is_block_parameter("ln_f.weight"));
+  CHECK_FALSE(is_block_parameter("tok_emb.weight"));
+  CHECK_FALSE(is_block_parameter("head.weight"));
+  CHECK(beats_frozen(2.0, 2.1, 0.05));
+  CHECK_FALSE(beats_frozen(2.06, 2.1, 0.05));  // below frozen, but not by the margin
+  CHECK_FALSE(beats_frozen(NAN, 2.1, 0.05));
+  CHECK_FALSE(beats_frozen(2.0, NAN, 0.05));
+}
+
 TEST_CASE("parallel_for: every index once, and runs on threads equal runs on one", "[experiments]") {
   const nn::Corpus c = tiny_corpus();
   const std::vector<std::string> placements = {"post", "pre", "deepnorm"};

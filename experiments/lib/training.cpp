@@ -99,6 +99,19 @@ void refuse_first_step(const nn::StepResult& r, std::size_t step, const std::str
 
 // ---- verdicts ----
 
+bool is_block_parameter(const std::string& name) {
+  return name.starts_with("blocks.") || name.starts_with("ln_f.");
+}
+
+void freeze_blocks(nn::Optimizer& optimizer) {
+  for (std::size_t p = 0; p < optimizer.parameters().size(); ++p)
+    if (is_block_parameter(optimizer.parameters()[p].name)) optimizer.set_lr_scale(p, 0.0);
+}
+
+bool beats_frozen(double final_loss, double frozen_lowest, double margin) {
+  return final_loss < frozen_lowest - margin;
+}
+
 std::string to_string(Verdict verdict) {
   switch (verdict) {
     case Verdict::trained:

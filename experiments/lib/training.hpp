@@ -90,6 +90,19 @@ Verdict verdict_of(double final_loss, const Thresholds& thresholds);
 // 0, the least a cross-entropy can be, for a text file), so H1 - margin must be above it.
 void check_margin(const nn::Corpus& corpus, double margin);
 
+// ---- the frozen-blocks baseline ----
+
+// The parameters a frozen-blocks run keeps at their initial values: every block's ("blocks.*") and
+// the final norm's ("ln_f.*"), so that only the embeddings and the head learn. Such a run is the
+// baseline of causes' column "beat frozen" and of the explorer's verdicts: a run whose blocks learned
+// something useful ends below it.
+bool is_block_parameter(const std::string& name);
+// Sets the lr scale of every block parameter of `optimizer` to 0: its updates leave them at their values.
+void freeze_blocks(nn::Optimizer& optimizer);
+// Whether a run beats frozen blocks: its final loss is below the lowest final loss of the frozen-blocks
+// runs it is judged against minus the margin (false when either loss is NaN).
+bool beats_frozen(double final_loss, double frozen_lowest, double margin);
+
 // The verdicts of one cell's seeds: "trained", or "2 stuck, 1 trained" when they disagree; with
 // " (NaN at step N)" when `first_nan_step` is not 0 (the first step at which a seed's loss was NaN/Inf).
 std::string verdict_text(const std::vector<Verdict>& verdicts, std::size_t first_nan_step = 0);

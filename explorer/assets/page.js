@@ -270,6 +270,8 @@
     view.svg.setAttribute('preserveAspectRatio', 'xMinYMin meet');
   }
   window.addEventListener('resize', sizeViewBox);
+  // the graph's box changes size with the table of blocks beside it, not only with the window
+  if (window.ResizeObserver) new ResizeObserver(sizeViewBox).observe($('graph'));
   function setZoom(t, s) {
     if (!view.zoom) return;
     view.zoom.translate(t).scale(s);
@@ -406,21 +408,22 @@
     charts.forEach(function (c) { c.chart.update('none'); });
   }
 
-  // The blocks of runs A and B side by side at this step, over the graph's top right corner: each
+  // The blocks of runs A and B side by side at this step, in a table beside the graph: each
   // block's first residual fork (the stream entering it), skip | branch, tinted on the graph's colour
   // scale, so that a block gone dark in one run and not in the other is seen at once. A click shows
   // that run's graph with the block open.
   function drawLadder() {
     const box = $('ladder');
     const runs = [['a', state.a], ['b', state.b]].filter(function (r) { return r[1] >= 0 && DATA.runs[r[1]].graph; });
-    if (!runs.length || !view.scale) { box.hidden = true; return; }
+    // always in the layout beside the graph (a fixed width), so that the graph's box keeps its size
+    if (!runs.length || !view.scale) { box.innerHTML = ''; return; }
     const scopes = [];
     runs.forEach(function (r) {
       DATA.runs[r[1]].graph.clusters.forEach(function (c) { if (c.parent === '' && c.forks.length && scopes.indexOf(c.scope) < 0) scopes.push(c.scope); });
     });
-    let html = '<table><tr><th>step ' + state.step + '<br><span class="muted">skip | branch into</span></th>' + runs.map(function (r) {
-      return '<th><span class="swatch ' + r[0] + '"></span>' + r[0].toUpperCase() + ': ' + escapeHtml(DATA.runs[r[1]].name) + '</th>';
-    }).join('') + '</tr>';
+    let html = '<table><tr><th>step ' + state.step + '</th>' + runs.map(function (r) {
+      return '<th title="' + escapeHtml(DATA.runs[r[1]].name) + '"><span class="swatch ' + r[0] + '"></span>' + r[0].toUpperCase() + '</th>';
+    }).join('') + '</tr><tr><td colspan="' + (runs.length + 1) + '" class="muted">|g| into each block: skip | branch</td></tr>';
     scopes.forEach(function (scope) {
       html += '<tr><th>' + escapeHtml(scope) + '</th>' + runs.map(function (r) {
         const g = DATA.runs[r[1]].graph, c = g.clusters.find(function (x) { return x.scope === scope; });
@@ -433,7 +436,6 @@
       }).join('') + '</tr>';
     });
     box.innerHTML = html + '</table>';
-    box.hidden = false;
     box.querySelectorAll('td[data-scope]').forEach(function (td) {
       td.onclick = function () {
         const scope = td.getAttribute('data-scope');
@@ -659,24 +661,28 @@
       ctx.beginPath(); ctx.moveTo(x, area.top); ctx.lineTo(x, area.bottom); ctx.stroke(); ctx.restore();
     }
   };
-  // The key charts, first and above the fold: each picks named series of a stored chart.
+  // The key charts, first below the graph, in the chain's order: the first steps' output move (link 1),
+  // the top block's collapse (links 2 and 3), the loss (link 4), and the gradient of the lowest block
+  // against the top's (the vanishing gradient, not the cause). Each picks named series of a stored chart.
   //   pick(run): the series names of `from` to draw for that run.
   function keyCharts() {
-    const topLN = function (run) {
-      const names = run.series.filter(function (s) { return s.chart === 'ln_input_rms'; }).map(function (s) { return s.name; });
-      return names.length ? [names[0], names[names.length - 1]].filter(function (n, k, a) { return a.indexOf(n) === k; }) : [];
-    };
     const ends = function (run) { const b = blockNames(run); return b.length ? [b[0], b[b.length - 1]].filter(function (n, k, a) { return a.indexOf(n) === k; }) : []; };
+    const top = function (run) { const b = blockNames(run); return b.length ? [b[b.length - 1]] : []; };
+    const spread = DATA.runs.some(function (r) { return r.charts.some(function (c) { return c.id === 'top_spread'; }); });
+    const all = function (chart) {
+      return function (run) { return run.series.filter(function (s) { return s.chart === chart; }).map(function (s) { return s.name; }); };
+    };
     return [
-      { id: 'loss', from: 'loss', title: 'training loss', y_label: 'loss (nats)', log_y: false,
-        description: 'the mean cross-entropy of each step\'s training batch, before its update',
-        pick: function (run) { return run.series.filter(function (s) { return s.chart === 'loss'; }).map(function (s) { return s.name; }); } },
-      { id: 'key_grad', from: 'grad_norm', title: 'block 0 against the top block: |dL/dW|', y_label: '|dL/dW|', log_y: true,
-        description: 'the gradient norm of the lowest and the highest block\'s parameters, before clipping', pick: ends },
-      { id: 'key_ln', from: 'ln_input_rms', title: 'RMS of the LayerNorms\' input', y_label: 'RMS', log_y: true,
-        description: 'the first and the last LN: in Post-LN the sum skip + branch that enters it', pick: topLN },
-      { id: 'key_update', from: 'update_ratio', title: 'the early window: update size, steps 0-50', y_label: '|ΔW| / |W|', log_y: true,
-        description: 'block 0\'s and the top block\'s update per step, relative to their weights', pick: ends, xmax: 50 }
+      { id: 'key_move', from: 'output_move', title: 'link 1: the first updates move the output, steps 0-50', y_label: 'RMS of Δlogits', log_y: true,
+        description: 'how far each update moved the logits of a fixed held-out probe batch', pick: all('output_move'), xmax: 50 },
+      spread ? { id: 'key_collapse', from: 'top_spread', title: 'links 2-3: the top block\'s distance from one vector', y_label: '1 - cosine', log_y: true,
+        description: '1 - the mean cosine between a sequence\'s positions in the top block\'s output (0: one vector)', pick: all('top_spread') }
+        : { id: 'key_collapse', from: 'out_cosine', title: 'links 2-3: the top block\'s position cosine', y_label: 'cosine', log_y: false,
+          description: 'the mean cosine between a sequence\'s positions in the top block\'s output (1: one vector)', pick: top },
+      { id: 'loss', from: 'loss', title: 'link 4: training loss', y_label: 'loss (nats)', log_y: false,
+        description: 'the mean cross-entropy of each step\'s training batch, before its update', pick: all('loss') },
+      { id: 'key_grad', from: 'grad_norm', title: 'not the cause: block 0 against the top block, |dL/dW|', y_label: '|dL/dW|', log_y: true,
+        description: 'the gradient norm of the lowest and the highest block\'s parameters; giving it back (ln-undo-gain) does not rescue Post-LN', pick: ends }
     ];
   }
   function chartDatasets(def) {
@@ -768,105 +774,162 @@
     }
   };
 
-  // ---- the guided tour: numbered steps from this page's own numbers ----
+  // ---- the chain: the project's answer, link by link, in this page's own numbers ----
   // Built once, for the default pair (Post-LN and Pre-LN without warmup when the page has them). Each
-  // step is a click that sets runs A and B, the graph's run, the step, the folds and the selection;
-  // its element carries them (data-run: the run whose graph is shown, data-step, data-node) for the test.
+  // link is a tour step: its name, its evidence tags, a table of the numbers it rests on (each read from
+  // a stored series or fact, marked data-run/data-chart/data-name/data-at or data-fact for the test),
+  // and a click that sets runs A and B, the graph's run, the step, the block shown unfolded (the others
+  // folded) and the selected node. Its element carries them (data-run: the run whose graph is shown,
+  // data-step, data-node, data-open, data-evidence).
   const tour = [];
+  let tourAt = -1;
+  // A run's verdict against its frozen-blocks baseline, from its facts: the text, the two losses, the margin.
+  function verdictOf(run) {
+    const fact = function (key) { const f = run.facts.find(function (x) { return x[0] === key; }); return f ? f[1] : ''; };
+    const text = fact('verdict'), m = text.match(/\(([^ ]+) vs ([^ ]+) frozen, margin ([^ )]+)\)/);
+    return { text: text, beats: /^beats frozen blocks/.test(text), loss: m ? parseFloat(m[1]) : NaN,
+      frozen: m ? parseFloat(m[2]) : NaN, margin: m ? parseFloat(m[3]) : NaN, kl: parseFloat(fact('head KL(u || p)')) };
+  }
   function buildTour() {
     const list = $('tour');
     list.innerHTML = '';
     tour.length = 0;
     const A = pair[0], B = pair[1], ra = DATA.runs[A], ga = ra.graph;
-    if (!ga || !ga.snapshots.length) { list.innerHTML = '<li class="muted">(no graph in run A: no tour)</li>'; return; }
-    const blocks = blockNames(ra);
+    if (!ga || !ga.snapshots.length) { list.innerHTML = '<li class="muted">(no graph in run A: no chain to show)</li>'; return; }
+    const rb = B >= 0 ? DATA.runs[B] : null;
+    const blocks = blockNames(ra), bottom = blocks[0], topBlock = blocks[blocks.length - 1];
     const steps = ga.snapshots.map(function (s) { return s.step; }), last = steps[steps.length - 1];
-    const g0 = function (run, step) { const b = blockNames(run); return b.length ? seriesValueAt(run, 'grad_norm', b[0], step) : null; };
-    const gTop = function (run, step) { const b = blockNames(run); return b.length ? seriesValueAt(run, 'grad_norm', b[b.length - 1], step) : null; };
-    // The first snapshot step at which block 0's |dL/dW| is below a tenth of the top block's.
-    let dark = -1;
-    steps.forEach(function (s) { const x = g0(ra, s), y = gTop(ra, s); if (dark < 0 && x !== null && y !== null && x < 0.1 * y) dark = s; });
-    const at = dark >= 0 ? dark : (steps.indexOf(13) >= 0 ? 13 : steps[Math.min(steps.length - 1, Math.floor(steps.length / 2))]);
-    const fork0 = ga.forks.length ? ga.forks[0] : null;
-    const bottom = blocks[0], topBlock = blocks[blocks.length - 1];
+    // the collapse's early step: the first snapshot at or after step 5 (causes' --collapse-step), else the last
+    const early = steps.find(function (s) { return s >= 5; }) !== undefined ? steps.find(function (s) { return s >= 5; }) : last;
     const allBlocks = ga.clusters.filter(function (c) { return c.parent === '' && c.forks.length; }).map(function (c) { return c.scope; });
-    const add = function (html, action) { tour.push({ html: html, action: action }); };
+    const forkOf = function (g, scope) {
+      const c = g.clusters.find(function (x) { return x.scope === scope; });
+      return c && c.forks.length ? g.forks[c.forks[0]].at : -1;
+    };
     const name = function (i) { return '<i>' + escapeHtml(DATA.runs[i].name) + '</i>'; };
-    const vs = function (run, step) {
-      return bottom ? escapeHtml(bottom) + ' ' + fmt(g0(run, step), 3) + ', ' + escapeHtml(topBlock) + ' ' + fmt(gTop(run, step), 3) : '';
+    const tag = function (t) { return '<span class="evidence">' + escapeHtml(t) + '</span>'; };
+    // A number from a stored series (its value at a step) of run i, as a table cell the test can read back.
+    const cell = function (i, chart, series, step) {
+      return '<td class="num" data-run="' + i + '" data-chart="' + chart + '" data-name="' + escapeHtml(series) + '" data-at="' + step + '">' +
+        fmt(seriesValueAt(DATA.runs[i], chart, series, step)) + '</td>';
     };
-    add('<b>Step 0, ' + name(A) + ':</b> at initialization the blocks\' gradients are alike (|dL/dW|: ' + vs(ra, steps[0]) + ').',
-      { a: A, b: B, shown: 'a', step: steps[0], fold: allBlocks, node: fork0 ? fork0.at : -1 });
-    if (dark >= 0)
-      add('<b>Step ' + dark + ': block 0 goes dark.</b> ' + vs(ra, dark) + '; its card and its row in the table of blocks turn blue on the colour scale shared by both runs' +
-        ' and every step. It stays dark: at step ' + last + ', ' + vs(ra, last) + '.',
-        { a: A, b: B, shown: 'a', step: dark, fold: allBlocks, node: fork0 ? fork0.at : -1 });
-    else
-      add('<b>In ' + name(A) + ' no block goes dark:</b> block 0\'s |dL/dW| stays above a tenth of the top block\'s at every snapshot.',
-        { a: A, b: B, shown: 'a', step: at, fold: allBlocks, node: fork0 ? fork0.at : -1 });
-    if (fork0) {
-      const f = ga.snapshots[snapIndex(ga, at)].forks[ga.forks.indexOf(fork0)];
-      const at0 = ga.nodes[fork0.at];
-      add('<b>Skip and branch at step ' + at + ':</b> the stream entering ' + escapeHtml(fork0.scope || bottom) + ' (#' + fork0.at + ' ' +
-        escapeHtml(at0.label || at0.op) + ') gets skip ' + fmt(f[0], 3) + ' | branch ' + fmt(f[1], 3) +
-        '. Both shrink together: in Post-LN both paths come back through every LN above. The panel lists each contribution.',
-        { a: A, b: B, shown: 'a', step: at, fold: allBlocks.filter(function (s) { return s !== (fork0.scope || bottom); }), node: fork0.at, zoom: true });
-    }
-    if (B >= 0 && DATA.runs[B].graph) {
-      const rb = DATA.runs[B], gb = rb.graph, fb = gb.forks.length ? gb.forks[0] : null;
-      add('<b>' + name(B) + ' at step ' + at + ':</b> no block goes dark (' + vs(rb, at) + '): its skip path carries the gradient ' +
-        'around every LN. Same step, same folds: only the run changed.',
-        { a: A, b: B, shown: 'b', step: at, fold: allBlocks, node: fb ? fb.at : -1 });
-    }
-    const lns = ra.series.filter(function (s) { return s.chart === 'ln_input_rms'; });
-    if (lns.length) {
-      // the LN whose input is largest at the last step
-      let big = lns[0];
-      lns.forEach(function (s) { if (s.values[s.values.length - 1] > big.values[big.values.length - 1]) big = s; });
-      // its node: the last entry in its scope (a norm site's name is its entries' tape scope), for any norm kind
-      let lnNode = -1;
-      ga.nodes.forEach(function (n, i) { if (n.scope === big.name) lnNode = i; });
-      add('<b>The LN inputs grow</b> in ' + name(A) + ': ' + escapeHtml(big.name) + '\'s input RMS is ' +
-        fmt(seriesValueAt(ra, 'ln_input_rms', big.name, steps[0]), 3) + ' at step 0, ' + fmt(seriesValueAt(ra, 'ln_input_rms', big.name, at), 3) +
-        ' at step ' + at + ', ' + fmt(seriesValueAt(ra, 'ln_input_rms', big.name, last), 3) + ' at step ' + last + ' (chart below).',
-        { a: A, b: B, shown: 'a', step: last, node: lnNode, zoom: lnNode >= 0,
-          fold: allBlocks.filter(function (s) { return lnNode < 0 || !inside(s, ga.nodes[lnNode].scope); }) });
-    }
-    // What changes the outcome: each other run of A's placement (warmup, RAdam, an intervention) as run B
-    // beside A, at the same step, with its verdict.
-    const verdict = function (run) {
-      const v = run.facts.find(function (f) { return f[0] === 'verdict'; }), h = run.facts.find(function (f) { return f[0] === 'held-out loss'; });
-      return (v ? v[1].split(' (')[0] : '') + (h ? ', held-out loss ' + h[1].split(' ')[0] : '');
+    // 1 - the top block's position cosine (computed in double by the run), else the cosine itself
+    const hasSpread = !!seriesOf(ra, 'top_spread', topBlock);
+    const spreadLabel = (hasSpread ? '1 - cosine' : 'cosine') + ' of ' + escapeHtml(topBlock) + '\'s positions, step ' + last;
+    const spread = function (i, step) { return cell(i, hasSpread ? 'top_spread' : 'out_cosine', topBlock, step); };
+    const factCell = function (i, text) { return '<td class="verdict" data-run="' + i + '" data-fact="verdict">' + escapeHtml(text) + '</td>'; };
+    const runs = [A].concat(rb ? [B] : []);
+    const head = '<tr><th></th>' + runs.map(function (i, k) { return '<th>' + (k ? 'B: ' : 'A: ') + escapeHtml(DATA.runs[i].name) + '</th>'; }).join('') + '</tr>';
+    const table = function (rows) {
+      return '<table class="numbers">' + head + rows.map(function (r) { return '<tr><th>' + r[0] + '</th>' + runs.map(r[1]).join('') + '</tr>'; }).join('') + '</table>';
     };
-    const placement = ra.name.split(',')[0];
-    DATA.runs.forEach(function (r, i) {
-      if (i === A || i === B || !r.graph || r.name.split(',')[0] !== placement || tour.length >= 9) return;
-      const fo = r.graph.forks[0];
-      add('<b>' + name(i) + ' against ' + name(A) + ':</b> verdict ' + escapeHtml(verdict(r)) + ' (A: ' + escapeHtml(verdict(ra)) +
-        (B >= 0 ? '; ' + name(B) + ': ' + escapeHtml(verdict(DATA.runs[B])) : '') + '). At step ' + at +
-        ' its |dL/dW|: ' + vs(r, at) + '.', { a: A, b: i, shown: 'b', step: at, fold: allBlocks, node: fo ? fo.at : -1 });
-    });
+    const verdictRow = ['held-out loss against frozen blocks', function (i) { return factCell(i, verdictOf(DATA.runs[i]).text); }];
+    const add = function (title, evidence, body, action) {
+      action.fold = allBlocks.filter(function (s) { return s !== action.open; });
+      tour.push({ title: title, evidence: evidence, body: body, action: action });
+    };
+    const move = seriesOf(ra, 'output_move', 'logits') ? ['output move of that update (RMS change of the probe logits)',
+      function (i) { return cell(i, 'output_move', 'logits', steps[0]); }] : null;
+    add('Link 1: the first steps', ['measurement'],
+      '<p>Adam\'s first update (after step ' + steps[0] + '\'s pass) has about the same relative size in both placements, and it moves ' +
+      'Post-LN\'s output more. ' + escapeHtml(bottom) + ' is shown open.</p>' +
+      table([['|ΔW|/|W| of ' + escapeHtml(bottom) + ', first update', function (i) { return cell(i, 'update_ratio', bottom, steps[0]); }]]
+        .concat(move ? [move] : [])),
+      { a: A, b: B, shown: 'a', step: steps[0], open: bottom, node: forkOf(ga, bottom) });
+    add('Link 2: every run collapses early', ['measurement'],
+      '<p>Within a few updates the top block gives every position of a sequence nearly the same vector, in both runs ' +
+      '(mean cosine between positions, 1: one vector). The collapse is not the difference; leaving it is.</p>' +
+      table([['cosine of ' + escapeHtml(topBlock) + '\'s positions, step ' + steps[0], function (i) { return cell(i, 'out_cosine', topBlock, steps[0]); }],
+        ['the same at step ' + early, function (i) { return cell(i, 'out_cosine', topBlock, early); }]]),
+      { a: A, b: B, shown: 'a', step: early, open: topBlock, node: forkOf(ga, topBlock) });
+    add('Link 3: Post-LN\'s collapse holds itself', ['measurement', 'definition', 'intervention: not sufficient', 'intervention: sufficiency'],
+      '<p>Post-LN\'s top stays one vector to the end, where Pre-LN\'s spreads ' + tag('measurement') + '. A layer fed one vector at ' +
+      'every position gets a rank-one weight gradient and moves every position alike ' + tag('definition') + '. In <code>causes</code>, ' +
+      'a second warmup from step 100 rescues no seed ' + tag('intervention: not sufficient') + '; only the healthy run\'s whole blocks, ' +
+      'moved into the stuck run, rescue it ' + tag('intervention: sufficiency') + '.</p>' +
+      table([[spreadLabel, function (i) { return spread(i, last); }]]),
+      { a: A, b: B, shown: 'a', step: last, open: topBlock, node: forkOf(ga, topBlock) });
+    add('Link 4: one vector everywhere predicts the unigram', ['definition', 'measurement'],
+      '<p>A top that is one vector at every position predicts one distribution everywhere, at best the unigram one ' + tag('definition') +
+      '. So Post-LN ends no better than its own blocks frozen at initialization, where only the embeddings and the head learn ' +
+      tag('measurement') + '.</p>' +
+      table([['head KL(u || p) from the unigram u, last step', function (i) {
+        return '<td class="num" data-run="' + i + '" data-fact="head KL(u || p)">' + fmt(verdictOf(DATA.runs[i]).kl, 3) + '</td>';
+      }], verdictRow]),
+      { a: A, b: B, shown: 'a', step: last, open: topBlock, node: forkOf(ga, topBlock) });
+    // Not the cause: the gradient that vanishes through Post-LN's LNs, given back by ln-undo-gain.
+    const undo = DATA.runs.findIndex(function (r) { return /ln-undo-gain/.test(r.name) && r.name.split(',')[0] === ra.name.split(',')[0] && r.graph; });
+    if (undo >= 0) {
+      const ru = DATA.runs[undo], vu = verdictOf(ru);
+      add('Not the cause: the vanishing gradient', ['intervention: not sufficient'],
+        '<p>In Post-LN the gradient shrinks on its way down through the LNs, so its lowest block gets less than its top. ' + name(undo) + ' gives it back (every LN\'s backward ' +
+        'without its 1/σ); judged against the same frozen-blocks baseline, it ' + escapeHtml(vu.text) + '. In <code>causes</code>, over 5 seeds of the lesson\'s model, giving the gradient back rescues none against ' +
+        'frozen blocks, and neither does clamping the branches (branch dominance).</p>' +
+        '<table class="numbers"><tr><th></th><th>A: ' + escapeHtml(ra.name) + '</th><th>B: ' + escapeHtml(ru.name) + '</th></tr>' +
+        '<tr><th>|dL/dW| of ' + escapeHtml(bottom) + ', step ' + last + '</th>' + cell(A, 'grad_norm', bottom, last) + cell(undo, 'grad_norm', bottom, last) + '</tr>' +
+        '<tr><th>|dL/dW| of ' + escapeHtml(topBlock) + ', step ' + last + '</th>' + cell(A, 'grad_norm', topBlock, last) + cell(undo, 'grad_norm', topBlock, last) + '</tr>' +
+        '<tr><th>held-out loss against frozen blocks</th>' + factCell(A, verdictOf(ra).text) + factCell(undo, vu.text) + '</tr></table>',
+        { a: A, b: undo, shown: 'b', step: last, open: bottom, node: forkOf(ru.graph, bottom) });
+    }
+    // What does rescue it, when the page has it: a warmup of A's placement.
+    const warm = DATA.runs.findIndex(function (r) { return /^post, warmup [1-9]\d*$/.test(r.name) && r.name.split(',')[0] === ra.name.split(',')[0] && r.graph; });
+    if (warm >= 0) {
+      const rw = DATA.runs[warm], vw = verdictOf(rw);
+      add('What rescues it: a warmup', ['intervention: sufficiency'],
+        '<p>' + name(warm) + ' ramps every update up over its first steps; it ' + escapeHtml(vw.text) + '. In <code>causes</code> a warmup of the blocks alone is enough.</p>' +
+        '<table class="numbers"><tr><th></th><th>A: ' + escapeHtml(ra.name) + '</th><th>B: ' + escapeHtml(rw.name) + '</th></tr>' +
+        '<tr><th>' + spreadLabel + '</th>' + spread(A, last) + spread(warm, last) + '</tr>' +
+        '<tr><th>held-out loss against frozen blocks</th>' + factCell(A, verdictOf(ra).text) + factCell(warm, vw.text) + '</tr></table>',
+        { a: A, b: warm, shown: 'b', step: last, open: topBlock, node: forkOf(rw.graph, topBlock) });
+    }
+    const buttons = $('chain-buttons');
+    buttons.innerHTML = '';
     tour.forEach(function (t, k) {
       const li = document.createElement('li');
-      li.innerHTML = t.html;
+      li.innerHTML = '<div class="link-head"><b>' + escapeHtml(t.title) + '</b> ' + t.evidence.map(tag).join(' ') + '</div>' +
+        '<div class="link-body">' + t.body + '</div>';
       const run = t.action.shown === 'b' ? t.action.b : t.action.a;
       li.setAttribute('data-run', run);
       li.setAttribute('data-step', t.action.step);
       li.setAttribute('data-node', t.action.node);
+      li.setAttribute('data-open', t.action.open);
+      li.setAttribute('data-evidence', t.evidence.join('; '));
       li.onclick = function () { doTour(k); };
       list.appendChild(li);
+      const button = document.createElement('button');
+      button.type = 'button';
+      button.textContent = String(k + 1);
+      button.title = t.title;
+      button.onclick = function () { doTour(k); };
+      buttons.appendChild(button);
     });
+    $('chain-prev').onclick = function () { if (tourAt > 0) doTour(tourAt - 1); };
+    $('chain-next').onclick = function () { if (tourAt < tour.length - 1) doTour(tourAt + 1); };
   }
   function doTour(k) {
     const t = tour[k].action;
+    tourAt = k;
     Array.prototype.forEach.call($('tour').children, function (li, j) { li.classList.toggle('active', j === k); });
+    // the active link in view in the list (the question and the control above it stay put)
+    const list = $('tour'), li = list.children[k];
+    if (li.offsetTop < list.scrollTop || li.offsetTop + li.offsetHeight > list.scrollTop + list.clientHeight) list.scrollTop = li.offsetTop;
+    Array.prototype.forEach.call($('chain-buttons').children, function (b, j) { b.classList.toggle('on', j === k); });
+    $('chain-prev').disabled = k === 0;
+    $('chain-next').disabled = k === tour.length - 1;
     setRuns(t.a, t.b, t.shown);
     setStep(t.step);
     Object.keys(state.folded).forEach(function (s) { unfold(s, true); });
     t.fold.forEach(function (s) { fold(s); });
     if (t.node >= 0) select(t.node);
-    if (t.zoom && t.node >= 0) centreOn(t.node);
-    else if (!t.zoom) defaultView();
+    if (view.clusters[t.open]) {
+      // the open block at the readable zoom: its top at the top of the view, its middle (where its
+      // sublayers sit beside the stream) in the middle
+      const b = outer(view.clusters[t.open].getBBox()), v = viewSize(), z = READABLE;
+      setZoom([v.w / 2 - z * (b.x + b.width / 2), 28 - z * b.y], z);
+      Object.keys(state.folded).forEach(drawCard);
+    } else {
+      defaultView();
+    }
   }
 
   // ---- the toolbar ----
@@ -921,7 +984,8 @@
     drawFacts();
     buildTour();
     const g = graphShown();
-    if (g && g.forks.length) select(g.forks[0].at);
+    if (tour.length) doTour(0);  // the page opens on the chain's first link
+    else if (g && g.forks.length) select(g.forks[0].at);
     if (location.hash.length > 1 && location.hash !== '#selfcheck') applyAddress();
   }
   document.body.setAttribute('data-init-ms', (performance.now() - started).toFixed(1));
@@ -929,7 +993,7 @@
 
   // The self-check (page.html#selfcheck): what the browser test runs.
   window.gradscopeExplorer = {
-    DATA: DATA, state: state, view: view, charts: charts, tour: tour, fmt: fmt, fmt3: fmt3, stats: stats, READABLE: READABLE,
+    DATA: DATA, state: state, view: view, charts: charts, tour: tour, verdictOf: verdictOf, doTour: doTour, fmt: fmt, fmt3: fmt3, stats: stats, READABLE: READABLE,
     select: select, fold: fold, unfold: unfold, showStep: showStep, setStep: setStep, currentScale: currentScale, cardLines: cardLines,
     snapshot: snapshot, graphShown: graphShown, shownIndex: shownIndex
   };

@@ -42,8 +42,13 @@ window.gradscopeSelfcheck = function (E) {
     });
     check('default: labels are on screen', visible >= 5, visible + ' texts in view');
     check('default: every label on screen is at least 11 px', smallest >= 11, 'smallest ' + smallest.toFixed(1) + ' px: "' + smallText + '"');
-    check('default: the blocks are folded into cards', document.querySelectorAll('g.fold-card').length >= 2,
-      document.querySelectorAll('g.fold-card').length + ' cards');
+    // the page opens on the chain's first link: its block open, every other block folded into a card
+    const first = document.querySelector('#tour li[data-open]'), blocks = D.runs[post].graph.clusters.filter(function (c) {
+      return c.parent === '' && c.forks.length;
+    });
+    check('default: the first link is shown, its block open and the others folded into cards', !!first && first.classList.contains('active') &&
+      !E.state.folded[first.getAttribute('data-open')] && document.querySelectorAll('g.fold-card').length === blocks.length - 1,
+      document.querySelectorAll('g.fold-card').length + ' cards of ' + blocks.length + ' blocks');
     // the colour scale spans both runs and every step: the legend's ends are its extremes
     let hi = -Infinity;
     [post, pre].forEach(function (i) { D.runs[i].graph.snapshots.forEach(function (x) { x.edge_norm.forEach(function (n) { if (n > 0) hi = Math.max(hi, n); }); }); });
@@ -210,25 +215,57 @@ window.gradscopeSelfcheck = function (E) {
     a.value = post; a.dispatchEvent(new Event('change'));
   });
 
-  // 6. The tour: each step sets the run, step and node it names.
+  // 6. The chain (the tour): each link sets the run, step and node it names, opens its block with the
+  // others folded, names its evidence, and shows numbers that are the data's.
   attempt('tour', function () {
     const items = document.querySelectorAll('#tour li[data-step]');
-    check('tour: it has steps', items.length >= 4, items.length + ' steps');
+    const kinds = ['measurement', 'definition', 'intervention: sufficiency', 'intervention: not sufficient'];
+    check('chain: it has its links', items.length >= 4, items.length + ' links');
     items.forEach(function (li, k) {
       click(li);
       const run = +li.getAttribute('data-run'), step = +li.getAttribute('data-step'), node = +li.getAttribute('data-node');
       const title = document.querySelector('#panel [data-k="title"]');
-      check('tour ' + (k + 1) + ': shows run ' + run + ' at step ' + step + ', node ' + node,
+      check('chain ' + (k + 1) + ': shows run ' + run + ' at step ' + step + ', node ' + node,
         E.shownIndex() === run && E.state.step === step && $('step-label').textContent === String(step) &&
         (node < 0 || (E.state.selected === node && title && title.textContent.indexOf('#' + node + ' ') === 0)),
         'run ' + E.shownIndex() + ', step ' + E.state.step + ', node ' + E.state.selected);
-      const m = li.textContent.match(/^Step (\d+)/);
-      if (m) check('tour ' + (k + 1) + ': the step it names is the one it sets', +m[1] === step, m[1] + ' vs ' + step);
-      const norm = li.textContent.match(/: (\S+)'s input RMS/);  // "The LN inputs grow": the norm it names
-      if (norm) check('tour ' + (k + 1) + ': the node it selects is in ' + norm[1] + ' (any norm kind)',
-        node >= 0 && D.runs[run].graph.nodes[node].scope === norm[1], 'node ' + node);
+      check('chain ' + (k + 1) + ': it is the active link', li.classList.contains('active') &&
+        $('chain-buttons').children[k].classList.contains('on'), 'not marked active');
+      const open = li.getAttribute('data-open'), g = D.runs[run].graph;
+      const tops = g.clusters.filter(function (c) { return c.parent === '' && c.forks.length; }).map(function (c) { return c.scope; });
+      check('chain ' + (k + 1) + ': ' + open + ' is open and every other block folded', tops.indexOf(open) >= 0 && !E.state.folded[open] &&
+        tops.every(function (s) { return s === open || E.state.folded[s]; }), 'folded: ' + Object.keys(E.state.folded).join(','));
+      const evidence = li.getAttribute('data-evidence').split('; ');
+      const chips = Array.prototype.map.call(li.querySelectorAll('.link-head .evidence'), function (x) { return x.textContent; });
+      check('chain ' + (k + 1) + ': its evidence tags are named and shown', evidence.length > 0 &&
+        evidence.every(function (t) { return kinds.indexOf(t) >= 0; }) && chips.join('; ') === evidence.join('; '),
+        'data-evidence "' + li.getAttribute('data-evidence') + '", shown "' + chips.join('; ') + '"');
+      let cells = 0, same = true, why = '';
+      li.querySelectorAll('td[data-chart]').forEach(function (td) {
+        const r = D.runs[+td.getAttribute('data-run')];
+        const s = r.series.find(function (x) { return x.chart === td.getAttribute('data-chart') && x.name === td.getAttribute('data-name'); });
+        const at = s ? s.steps.indexOf(+td.getAttribute('data-at')) : -1;
+        const v = at >= 0 ? s.values[at] : null;
+        cells++;
+        if (v === null || td.textContent !== E.fmt(v)) { same = false; why = td.getAttribute('data-chart') + ' ' + td.textContent + ' vs ' + E.fmt(v); }
+      });
+      li.querySelectorAll('td[data-fact="verdict"]').forEach(function (td) {
+        const r = D.runs[+td.getAttribute('data-run')], f = r.facts.find(function (x) { return x[0] === 'verdict'; });
+        cells++;
+        if (!f || td.textContent !== f[1]) { same = false; why = 'verdict ' + td.textContent; }
+      });
+      check('chain ' + (k + 1) + ': its numbers are the data\'s', cells > 0 && same, cells + ' numbers; ' + why);
     });
     check('tour: the project\'s answer is on the page', /warmup/.test($('answer').textContent), 'no answer text');
+  });
+
+  // 6b. Every run's verdict is against its frozen-blocks baseline and agrees with the two losses it quotes.
+  attempt('verdicts', function () {
+    D.runs.forEach(function (r) {
+      const v = E.verdictOf(r);
+      check('verdict of ' + r.name + ': against frozen blocks, and as its numbers say', /frozen blocks/.test(v.text) && isFinite(v.frozen) &&
+        v.beats === (v.loss < v.frozen - v.margin), '"' + v.text + '"');
+    });
   });
 
   // 7. A constant series (the learning rate without warmup) gets an axis around its value.

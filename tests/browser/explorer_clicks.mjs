@@ -1,8 +1,11 @@
 // The explorer page as a person uses it: Debian's Chromium, driven from outside the page by
 // playwright-core, with real mouse clicks and keys (no event dispatched from inside the page).
 // The page's own #selfcheck (selfcheck.js) checks the page against its data; this script checks what a
-// user sees and does: no JavaScript error, the default pair of runs in the menus, readable labels,
-// the step kept across run switches, and each tour step doing what its text says.
+// user sees and does at 1280x800: the first screen opens on the answer (the question, link 1's numbers
+// for both runs and the control that steps through the chain, all without scrolling), the table of
+// blocks beside the graph and not over it, no JavaScript error, the default pair of runs in the menus,
+// readable labels, the step kept across run switches, each link of the chain doing what it says, and
+// the ln-undo-gain run judged against the frozen-blocks baseline as its own numbers say.
 //
 //   node tests/browser/explorer_clicks.mjs PAGE.html
 //
@@ -79,6 +82,114 @@ try {
   const facts = await page.locator('#facts').textContent();
   check('default: "The runs" describes both runs', facts.includes('post, warmup 0') && facts.includes('pre, warmup 0'), 'facts: ' + facts.slice(0, 200));
 
+  // 1b. The first screen, before any scroll or click: the question, the first link of the chain with
+  // its numbers for runs A and B (those of the data), and the chain's control, all inside 1280x800.
+  const first = await page.evaluate(() => {
+    const inView = (el) => {
+      if (!el) return false;
+      const r = el.getBoundingClientRect();
+      return r.width > 0 && r.height > 0 && r.left >= 0 && r.top >= 0 && r.right <= 1280 && r.bottom <= 800;
+    };
+    const E = window.gradscopeExplorer, q = document.getElementById('question');
+    const li = document.querySelector('#tour li.active');
+    const cells = li ? Array.from(li.querySelectorAll('td[data-chart]')) : [];
+    const numbers = cells.map((td) => {
+      const run = E.DATA.runs[+td.dataset.run], s = run.series.find((x) => x.chart === td.dataset.chart && x.name === td.dataset.name);
+      const k = s ? s.steps.indexOf(+td.dataset.at) : -1;
+      return { run: run.name, chart: td.dataset.chart, text: td.textContent, data: k >= 0 ? E.fmt(s.values[k]) : null, inView: inView(td) };
+    });
+    return {
+      question: q ? q.textContent : '', questionInView: inView(q), title: li ? li.querySelector('.link-head b').textContent : '',
+      liInView: inView(li), numbers, next: inView(document.getElementById('chain-next')), prev: inView(document.getElementById('chain-prev')),
+      buttons: Array.from(document.querySelectorAll('#chain-buttons button')).map(inView),
+    };
+  });
+  check('first screen: the question is in the first viewport', first.question === 'Why does Pre-LN train where Post-LN gets stuck?' &&
+    first.questionInView, '"' + first.question + '", in view: ' + first.questionInView);
+  check('first screen: it shows the chain\'s first link', /^Link 1\b/.test(first.title) && first.liInView, 'link "' + first.title + '"');
+  for (const run of ['post, warmup 0', 'pre, warmup 0']) {
+    const mine = first.numbers.filter((n) => n.run === run);
+    check('first screen: link 1 has numbers of "' + run + '", in the viewport and as the data holds them',
+      mine.length >= 2 && mine.every((n) => n.inView && n.data !== null && n.text === n.data),
+      JSON.stringify(mine));
+  }
+  check('first screen: link 1 has the output move of both runs', first.numbers.filter((n) => n.chart === 'output_move').length === 2,
+    JSON.stringify(first.numbers));
+  check('first screen: the chain\'s control is in the viewport', first.next && first.prev && first.buttons.length >= 4 && first.buttons.every((x) => x),
+    'next ' + first.next + ', previous ' + first.prev + ', buttons ' + first.buttons);
+
+  // 1c. The table of blocks is beside the graph, not over it; the graph opens with link 1's block
+  // unfolded and on screen.
+  const boxes = await page.evaluate(() => {
+    const E = window.gradscopeExplorer, r = (id) => document.getElementById(id).getBoundingClientRect();
+    const g = r('graph'), l = r('ladder'), open = document.querySelector('#tour li.active').dataset.open;
+    const cluster = E.view.clusters[open], c = cluster ? cluster.getBoundingClientRect() : null;
+    return {
+      graph: [g.left, g.top, g.right, g.bottom], ladder: [l.left, l.top, l.right, l.bottom], ladderShown: document.querySelectorAll('#ladder td[data-scope]').length > 0,
+      open, folded: !!E.state.folded[open],
+      clusterOnScreen: !!c && c.right > g.left && c.left < g.right && c.bottom > g.top && c.top < g.bottom,
+    };
+  });
+  const [gl, gt, gr, gb] = boxes.graph, [ll, lt, lr, lb] = boxes.ladder;
+  check('layout: the table of blocks is shown', boxes.ladderShown && lr > ll && lb > lt, 'ladder box ' + boxes.ladder);
+  check('layout: the table of blocks does not overlap the graph', lr <= gl || ll >= gr || lb <= gt || lt >= gb,
+    'graph ' + boxes.graph.map(Math.round) + ', table ' + boxes.ladder.map(Math.round));
+  check('layout: both are inside the first viewport\'s width', gr <= 1280 && lr <= 1280, 'graph right ' + gr + ', table right ' + lr);
+  check('layout: the graph opens with ' + boxes.open + ' unfolded and on screen', !boxes.folded && boxes.clusterOnScreen,
+    'folded ' + boxes.folded + ', on screen ' + boxes.clusterOnScreen);
+
+  // 1d. The control steps through the chain: Next, then a numbered button, each change the link shown
+  // and its evidence tags; Previous goes back.
+  const shownLink = () => page.evaluate(() => {
+    const li = document.querySelector('#tour li.active');
+    return li ? { title: li.querySelector('.link-head b').textContent, evidence: li.dataset.evidence,
+      chips: Array.from(li.querySelectorAll('.link-head .evidence')).map((x) => x.textContent).join('; ') } : null;
+  });
+  const link1 = await shownLink();
+  await page.click('#chain-next');
+  const link2 = await shownLink();
+  check('chain: Next shows another link', !!link2 && link2.title !== link1.title && /^Link 2\b/.test(link2.title), JSON.stringify(link2));
+  await page.click('#chain-buttons button:nth-child(3)');
+  const link3 = await shownLink();
+  check('chain: button 3 shows link 3 and another evidence tag', !!link3 && /^Link 3\b/.test(link3.title) &&
+    link3.evidence !== link2.evidence && link3.chips === link3.evidence, JSON.stringify(link3));
+  await page.click('#chain-prev');
+  const back = await shownLink();
+  check('chain: Previous goes back to link 2', !!back && back.title === link2.title, JSON.stringify(back));
+  await page.click('#chain-buttons button:nth-child(1)');
+
+  // 1e. The vanishing-gradient link: the ln-undo-gain run's verdict names the frozen-blocks baseline and
+  // says what the losses the page carries say (beats only when its held-out loss is below the frozen
+  // one minus the margin).
+  const undoLink = page.locator('#tour li', { hasText: 'ln-undo-gain' }).first();
+  if (await undoLink.count()) {
+    await undoLink.click();
+    const u = await page.evaluate(() => {
+      const E = window.gradscopeExplorer, li = document.querySelector('#tour li.active');
+      const run = E.DATA.runs[+li.dataset.run], fact = (k) => (run.facts.find((f) => f[0] === k) || ['', ''])[1];
+      const td = li.querySelector('td[data-fact="verdict"][data-run="' + li.dataset.run + '"]');
+      return { name: run.name, evidence: li.dataset.evidence, cell: td ? td.textContent : '', heldOut: parseFloat(fact('held-out loss')),
+        frozen: parseFloat(fact('frozen-blocks loss')), graph: document.getElementById('graph-title').textContent,
+        facts: document.getElementById('facts').textContent };
+    });
+    const m = u.cell.match(/^(beats|does not beat) frozen blocks \(([^ ]+) vs ([^ ]+) frozen, margin ([^ )]+)\)$/);
+    check('ln-undo-gain: its link shows that run, tagged intervention: not sufficient', /ln-undo-gain/.test(u.name) &&
+      u.graph === 'B: ' + u.name && /intervention: not sufficient/.test(u.evidence), JSON.stringify(u).slice(0, 300));
+    check('ln-undo-gain: its verdict names the frozen-blocks baseline', !!m, '"' + u.cell + '"');
+    if (m) {
+      const loss = parseFloat(m[2]), frozen = parseFloat(m[3]), margin = parseFloat(m[4]);
+      check('ln-undo-gain: the verdict quotes the page\'s own held-out and frozen-blocks losses',
+        Math.abs(loss - u.heldOut) <= 1e-3 * Math.abs(u.heldOut) && Math.abs(frozen - u.frozen) <= 1e-3 * Math.abs(u.frozen),
+        m[2] + ' vs ' + u.heldOut + ', ' + m[3] + ' vs ' + u.frozen);
+      check('ln-undo-gain: it says "beats" only when the numbers beat frozen blocks', (m[1] === 'beats') === (u.heldOut < u.frozen - margin),
+        m[1] + ' with ' + u.heldOut + ' against ' + u.frozen + ' - ' + margin);
+      check('ln-undo-gain: "The runs" table says the same verdict', u.facts.includes(u.cell), 'facts: ' + u.facts.slice(0, 300));
+    }
+    await page.click('#chain-buttons button:nth-child(1)');
+  } else {
+    check('ln-undo-gain: the page has its link', false, 'no link names ln-undo-gain');
+  }
+
   // 2. Labels of the graph on screen at the default zoom: at least 11 px tall as rendered.
   const labels = await page.evaluate(() => {
     const box = document.getElementById('graph').getBoundingClientRect();
@@ -126,40 +237,25 @@ try {
   check('toggle A: the graph shows run A again, the step stays', v.graph === 'A: ' + v.a && v.aOn && v.slider === before.slider && v.step === before.step,
     'graph "' + v.graph + '", step ' + v.step);
 
-  // 4. The tour: click each step; what its text claims (its step, the runs it names, the node #N) is
-  // what the slider, the menus, the graph's title and the node panel then show.
+  // 4. The chain, link by link: each click sets the step, the run and the node it names; menu A stays
+  // Post-LN without warmup.
   const items = page.locator('#tour li[data-step]');
   const count = await items.count();
-  check('tour: it has at least 4 steps', count >= 4, count + ' steps');
+  check('chain: it has at least 4 links', count >= 4, count + ' links');
   for (let k = 0; k < count; k++) {
     const li = items.nth(k);
     const claim = await li.evaluate((el) => ({
-      text: el.textContent, head: el.querySelector('b') ? el.querySelector('b').textContent : '',
-      runs: Array.from(el.querySelectorAll('i')).map((i) => i.textContent),
-      headRuns: Array.from(el.querySelectorAll('b i')).map((i) => i.textContent),
-      step: el.getAttribute('data-step'), node: +el.getAttribute('data-node'),
+      head: el.querySelector('.link-head b').textContent, run: window.gradscopeExplorer.DATA.runs[+el.dataset.run].name,
+      step: el.dataset.step, node: +el.dataset.node,
     }));
     await li.click();
     v = await seen();
-    const name = 'tour ' + (k + 1) + ' (' + claim.head.replace(/:$/, '').slice(0, 50) + ')';
-    // The step: the one its heading names ("Step 13: ...", "... at step 13"), else the one it sets,
-    // which its text must name when it names any.
-    const inHead = claim.head.match(/[Ss]tep (\d+)/);
-    const want = inHead ? inHead[1] : claim.step;
-    check(name + ': the slider is at step ' + want, v.step === want, 'step label ' + v.step);
-    if (!inHead && /[Ss]tep \d+/.test(claim.text))
-      check(name + ': the step it sets is named in its text', new RegExp('[Ss]tep ' + claim.step + '\\b').test(claim.text),
-        'sets ' + claim.step + ', text: ' + claim.text);
-    // The runs: the first run it names is the graph's; those its heading names are in the menus
-    // ("X against A": X in menu B, A in menu A).
-    const shown = claim.runs.length ? claim.runs[0] : 'post, warmup 0';
-    check(name + ': the graph shows "' + shown + '"', v.graph.replace(/^[AB]: /, '') === shown, 'graph "' + v.graph + '"');
-    claim.headRuns.forEach((r) => check(name + ': "' + r + '" is in a run menu', v.a === r || v.b === r, 'menus "' + v.a + '" | "' + v.b + '"'));
+    const name = 'chain ' + (k + 1) + ' (' + claim.head.slice(0, 50) + ')';
+    check(name + ': the slider is at step ' + claim.step, v.step === claim.step, 'step label ' + v.step);
+    check(name + ': the graph shows "' + claim.run + '"', v.graph.replace(/^[AB]: /, '') === claim.run, 'graph "' + v.graph + '"');
+    check(name + ': "' + claim.run + '" is in a run menu', v.a === claim.run || v.b === claim.run, 'menus "' + v.a + '" | "' + v.b + '"');
     check(name + ': menu A stays "post, warmup 0"', v.a === 'post, warmup 0', 'menu A "' + v.a + '"');
-    // The node: "#N" in its text, else the one it selects; the panel's title starts with it.
-    const hash = claim.text.match(/#(\d+) /);
-    const node = hash ? +hash[1] : claim.node;
-    if (node >= 0) check(name + ': the panel shows node #' + node, v.node.startsWith('#' + node + ' '), 'panel "' + v.node + '"');
+    if (claim.node >= 0) check(name + ': the panel shows node #' + claim.node, v.node.startsWith('#' + claim.node + ' '), 'panel "' + v.node + '"');
   }
 
   // 5. #tour=K opens the page at tour step K, as clicking it does.
