@@ -260,6 +260,7 @@ TEST_CASE("every grid binary: two shards merged print the tables and write the f
   for (const auto& [name, args] : std::vector<std::pair<std::string, std::string>>{
            {"gradflow", model + " --depths 1,2"},
            {"amplification", model + " --depths 1,2 --placements post,rezero"},
+           {"paths", model + " --layers-list 1,2 --placements post,pre/rms"},
            {"stream", model + " --layers-list 1,2 --placements pre,deepnorm --steps 2"},
            {"dynamics", model + " --layers 2 --steps 4 --early 2 --eval-batches 1 --warmups 0,2"},
            {"causes", model + " --layers 2 --steps 4 --window 2 --eval-batches 1 --warmups 2 --hold 2 --control-steps 2 "
