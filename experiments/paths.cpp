@@ -13,6 +13,8 @@
 //   emb gain      |g(emb)| / |g(top)|: the whole gradient at the embedding against the gradient that enters
 //                 the stream at its top (the last block's output)
 //   skip gain     |g_0(emb)| / |g(top)|: what the pure skip path, through no branch, does to it
+// and, for each LayerNorm of the shallowest depth (every depth in ln_terms.csv), its backward split into
+// its three terms (analysis/ln_terms.hpp), relative to the gradient g that reaches its output.
 //
 // Every measurement: a fresh model (seed s) at init, one fresh Markov batch (seed s), the mean
 // cross-entropy, one graded sweep; every number printed is a mean ± sample std over the seeds.
@@ -20,10 +22,20 @@
 //   build/bin/paths                                   the defaults: post and pre, L = 2, 4, 6, 12, 3 seeds
 //   build/bin/paths --placements post,pre,peri,deepnorm,rezero,b2t/layer/none --layers-list 2,8
 #include "experiments/lib/experiment.hpp"
+#include "analysis/ln_terms.hpp"
 #include "analysis/paths.hpp"
 #include "analysis/probe.hpp"
 
 namespace {
+
+// One LayerNorm site's backward by term (analysis/ln_terms.hpp): Frobenius norms.
+struct LnSite {
+  std::string name;
+  bool on_stream = false;
+  double g = NAN, scale = NAN, center = NAN, radial = NAN, dx = NAN;
+};
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LnSite, name, on_stream, g, scale, center, radial, dx)
 
 // One model at init on one batch.
 struct PathRun {
@@ -34,18 +46,22 @@ struct PathRun {
   double emb_total = NAN, emb_overlap = NAN, emb_length = NAN;  // |g(emb)|, ...
   std::vector<std::vector<double>> block_norm, block_share;  // [block][k]
   std::vector<double> block_overlap, block_length;           // [block]
+  std::vector<LnSite> ln_sites;                              // every LayerNorm, in forward order
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PathRun, loss, skip_gain, top, emb_norm, emb_share, emb_total, emb_overlap, emb_length,
-                                   block_norm, block_share, block_overlap, block_length)
+                                   block_norm, block_share, block_overlap, block_length, ln_sites)
 
 PathRun measure(const nn::ModelConfig& config, const nn::Batch& batch) {
   nn::TransformerLM model(config);
   Tape& tape = Tape::current();
   tape.reset();
   const Var loss = model.loss(batch.inputs, batch.targets);  // scalar: mean over (B, T)
-  const PathProfile p = path_profile(model, loss);
+  const PathProfile p = path_profile(model, loss);  // reads the tape only
+  loss.backward();                                  // the ordinary gradient, for the LayerNorm terms
   PathRun run;
+  for (const NormSiteTerms& t : layernorm_site_terms(model))
+    run.ln_sites.push_back({t.name, t.on_stream, t.g, t.scale, t.center, t.radial, t.dx});
   run.loss = loss.value()();
   tape.reset();
   run.skip_gain = p.skip_gain;
@@ -127,6 +143,42 @@ Table share_table(const Scan& s, std::size_t p, const Node& node) {
   return t;
 }
 
+// Rows: the LayerNorm sites of placement p at depth L; columns: |g| = |dL/dy| and the norms of the three
+// terms of dL/dx and of their sum, relative to |g| (mean ± std over seeds).
+Table ln_table(const Scan& s, std::size_t p, std::size_t L) {
+  Table t({"site", "stream", "|g|", "|scale|/|g|", "|center|/|g|", "|radial|/|g|", "|dx|/|g|"});
+  const Runs r = s.at(p, L);
+  for (std::size_t i = 0; i < r.front()->ln_sites.size(); ++i) {
+    auto col = [&](double LnSite::*m, bool relative) {
+      return fmt(stat_of(over_seeds(r, [&](const PathRun& x) {
+                   const LnSite& site = x.ln_sites.at(i);
+                   return relative ? site.*m / site.g : site.*m;
+                 })),
+                 3);
+    };
+    const LnSite& first = r.front()->ln_sites[i];
+    t.add_row({first.name, first.on_stream ? "yes" : "no", col(&LnSite::g, false), col(&LnSite::scale, true),
+               col(&LnSite::center, true), col(&LnSite::radial, true), col(&LnSite::dx, true)});
+  }
+  return t;
+}
+
+// Long form of the LayerNorm terms, one row per seed and site.
+Table ln_csv(const Scan& s, unsigned first_seed) {
+  Table t({"placement", "layers", "seed", "site", "on_stream", "g_norm", "scale_norm", "center_norm", "radial_norm",
+           "dx_norm"});
+  for (std::size_t p = 0; p < s.placements().size(); ++p)
+    for (std::size_t L : s.depths) {
+      const Runs r = s.at(p, L);
+      for (std::size_t i = 0; i < r.size(); ++i)
+        for (const LnSite& x : r[i]->ln_sites)
+          t.add_row({s.placements()[p], std::to_string(L), std::to_string(first_seed + i), x.name,
+                     x.on_stream ? "1" : "0", fmt(x.g, 10), fmt(x.scale, 10), fmt(x.center, 10), fmt(x.radial, 10),
+                     fmt(x.dx, 10)});
+    }
+  return t;
+}
+
 // Long form: placement, layers, node (emb, block0, block1, ...), k, |g_k| and share (mean, std), n.
 Table profile_csv(const Scan& s) {
   Table t({"placement", "layers", "node", "k", "norm_mean", "norm_std", "share_mean", "share_std", "n"});
@@ -200,13 +252,20 @@ void report(const Scan& s, unsigned first_seed, const std::string& dir) {
     for (const Node* node : {&emb_node, &block0_node})
       std::printf("\n%s, %s: share of path length k, <g_k, g> / |g|^2\n%s", s.placements()[p].c_str(),
                   node->name.c_str(), share_table(s, p, *node).to_text().c_str());
+  const std::size_t L0 = s.depths.front();
+  for (std::size_t p = 0; p < s.placements().size(); ++p)
+    if (!s.at(p, L0).front()->ln_sites.empty())
+      std::printf("\n%s, L=%zu: LayerNorm backward by term, dL/dx = scale + center + radial = (1/sigma) (g_hat - "
+                  "mean(g_hat) - x_hat mean(g_hat x_hat)), g_hat = g * w (all depths: ln_terms.csv)\n%s",
+                  s.placements()[p].c_str(), L0, ln_table(s, p, L0).to_text().c_str());
   std::filesystem::create_directories(dir);
+  ln_csv(s, first_seed).write_csv(std::filesystem::path(dir) / "ln_terms.csv");
   summary_csv(s, first_seed).write_csv(std::filesystem::path(dir) / "summary.csv");
   profile_csv(s).write_csv(std::filesystem::path(dir) / "profile.csv");
   draw_shares(s, emb_node, "the embedding output", dir);
   draw_shares(s, block0_node, "block 0's parameters", dir);
   draw_lengths(s, dir);
-  std::printf("\nwrote %s/{summary,profile}.csv and the plots share_emb, share_block0, mean_length (.png, .svg)\n",
+  std::printf("\nwrote %s/{summary,profile,ln_terms}.csv and the plots share_emb, share_block0, mean_length (.png, .svg)\n",
               dir.c_str());
 }
 
