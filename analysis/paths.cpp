@@ -72,8 +72,8 @@ PathProfile path_profile(const nn::TransformerLM& model, const Var& loss, Site s
   Tape& tape = loss.tape(site);
   const std::vector<TapeEdge> edges = branch_out_edges(tape);
   if (edges.size() != 2 * L)
-    fail("path_profile", site, "the tape has " + std::to_string(edges.size()) + " edges tagged branch-out, and a model of " +
-                                   std::to_string(L) + " blocks has 2L = " + std::to_string(2 * L) +
+    fail("path_profile", site, "the tape has " + std::to_string(edges.size()) + " edges tagged branch-out, and a " +
+                                   std::to_string(L) + "-block model has 2L = " + std::to_string(2 * L) +
                                    " (one forward on a fresh tape, please)");
   // The Vars wanted: emb, the top, then every parameter of every block (their leaves on this tape).
   std::vector<Var> wanted = {model.last.emb, model.blocks.back()->last.out};

@@ -60,7 +60,8 @@ std::vector<std::vector<Array>> graded_backward(const Var& root, const Array& se
     if (edge.entry < 0 || static_cast<std::size_t>(edge.entry) >= n ||
         edge.input >= tape.entry(edge.entry).inputs.size())
       fail("graded_backward", site, "marked edge (entry " + std::to_string(edge.entry) + ", input " +
-                                        std::to_string(edge.input) + ") is not on the tape (size " + std::to_string(n) + ")");
+                                        std::to_string(edge.input) + ") is not on the tape (size " +
+                                        std::to_string(n) + ")");
     std::vector<bool>& row = raises[static_cast<std::size_t>(edge.entry)];
     row.resize(tape.entry(edge.entry).inputs.size(), false);
     row[edge.input] = true;

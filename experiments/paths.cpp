@@ -17,7 +17,8 @@
 // its three terms (analysis/ln_terms.hpp), relative to the gradient g that reaches its output.
 //
 // Every measurement: a fresh model (seed s) at init, one fresh Markov batch (seed s), the mean
-// cross-entropy, one graded sweep; every number printed is a mean ± sample std over the seeds.
+// cross-entropy, one graded sweep (and one ordinary backward for the LayerNorm terms); every number
+// printed is a mean ± sample std over the seeds.
 //
 //   build/bin/paths                                   the defaults: post and pre, L = 2, 4, 6, 12, 3 seeds
 //   build/bin/paths --placements post,pre,peri,deepnorm,rezero,b2t/layer/none --layers-list 2,8
@@ -100,10 +101,10 @@ std::vector<double> over_seeds(const Runs& runs, F f) {
 struct Node {
   std::string name;  // "emb", "block0", ...
   int block;
-  const std::vector<double>& norm(const PathRun& r) const { return block < 0 ? r.emb_norm : r.block_norm.at(block); }
-  const std::vector<double>& share(const PathRun& r) const { return block < 0 ? r.emb_share : r.block_share.at(block); }
-  double length(const PathRun& r) const { return block < 0 ? r.emb_length : r.block_length.at(block); }
-  double overlap(const PathRun& r) const { return block < 0 ? r.emb_overlap : r.block_overlap.at(block); }
+  std::size_t b() const { return static_cast<std::size_t>(block); }
+  const std::vector<double>& norm(const PathRun& r) const { return block < 0 ? r.emb_norm : r.block_norm.at(b()); }
+  const std::vector<double>& share(const PathRun& r) const { return block < 0 ? r.emb_share : r.block_share.at(b()); }
+  double length(const PathRun& r) const { return block < 0 ? r.emb_length : r.block_length.at(b()); }
 };
 
 const Node emb_node{"emb", -1};
@@ -111,20 +112,21 @@ const Node block0_node{"block0", 0};
 
 // Rows: placement and depth; the measures of the embedding and block 0 (mean ± std over seeds).
 Table summary_table(const Scan& s) {
-  Table t({"placement", "L", "loss", "emb gain", "skip gain", "emb share k=0", "emb mean k", "emb overlap", "block0 share k=1",
-           "block0 mean k", "block0 overlap"});
+  Table t({"placement", "L", "loss", "emb gain", "skip gain", "emb share k=0", "emb mean k", "emb overlap",
+           "block0 share k=1", "block0 mean k", "block0 overlap"});
   for (std::size_t p = 0; p < s.placements().size(); ++p)
     for (std::size_t L : s.depths) {
       const Runs r = s.at(p, L);
-      t.add_row({s.placements()[p], std::to_string(L), fmt(stat_of(over_seeds(r, [](const PathRun& x) { return x.loss; })), 4),
-                 fmt(stat_of(over_seeds(r, [](const PathRun& x) { return x.emb_total / x.top; })), 3),
-                 fmt(stat_of(over_seeds(r, [](const PathRun& x) { return x.skip_gain; })), 3),
-                 fmt(stat_of(over_seeds(r, [](const PathRun& x) { return x.emb_share.at(0); })), 3),
-                 fmt(stat_of(over_seeds(r, [](const PathRun& x) { return x.emb_length; })), 3),
-                 fmt(stat_of(over_seeds(r, [](const PathRun& x) { return x.emb_overlap; })), 3),
-                 fmt(stat_of(over_seeds(r, [](const PathRun& x) { return x.block_share.at(0).at(1); })), 3),
-                 fmt(stat_of(over_seeds(r, [](const PathRun& x) { return x.block_length.at(0); })), 3),
-                 fmt(stat_of(over_seeds(r, [](const PathRun& x) { return x.block_overlap.at(0); })), 3)});
+      auto cell = [&](double (*f)(const PathRun&), int digits = 3) { return fmt(stat_of(over_seeds(r, f)), digits); };
+      t.add_row({s.placements()[p], std::to_string(L), cell([](const PathRun& x) { return x.loss; }, 4),
+                 cell([](const PathRun& x) { return x.emb_total / x.top; }),
+                 cell([](const PathRun& x) { return x.skip_gain; }),
+                 cell([](const PathRun& x) { return x.emb_share.at(0); }),
+                 cell([](const PathRun& x) { return x.emb_length; }),
+                 cell([](const PathRun& x) { return x.emb_overlap; }),
+                 cell([](const PathRun& x) { return x.block_share.at(0).at(1); }),
+                 cell([](const PathRun& x) { return x.block_length.at(0); }),
+                 cell([](const PathRun& x) { return x.block_overlap.at(0); })});
     }
   return t;
 }
@@ -136,8 +138,8 @@ Table share_table(const Scan& s, std::size_t p, const Node& node) {
   Table t(columns);
   for (std::size_t k = 0; k <= 2 * s.depths.back(); ++k) {
     std::vector<std::string> row = {std::to_string(k)};
-    for (std::size_t L : s.depths)
-      row.push_back(k > 2 * L ? "" : fmt(stat_of(over_seeds(s.at(p, L), [&](const PathRun& x) { return node.share(x).at(k); })), 3));
+    const auto share_k = [&](const PathRun& x) { return node.share(x).at(k); };
+    for (std::size_t L : s.depths) row.push_back(k > 2 * L ? "" : fmt(stat_of(over_seeds(s.at(p, L), share_k)), 3));
     t.add_row(row);
   }
   return t;
@@ -199,14 +201,16 @@ Table profile_csv(const Scan& s) {
 
 // Long form of the summary, one row per seed.
 Table summary_csv(const Scan& s, unsigned first_seed) {
-  Table t({"placement", "layers", "seed", "loss", "skip_gain", "top_grad_norm", "emb_grad_norm", "emb_mean_length", "emb_overlap",
+  Table t({"placement", "layers", "seed", "loss", "skip_gain", "top_grad_norm", "emb_grad_norm", "emb_mean_length",
+           "emb_overlap",
            "block0_mean_length", "block0_overlap"});
   for (std::size_t p = 0; p < s.placements().size(); ++p)
     for (std::size_t L : s.depths) {
       const Runs r = s.at(p, L);
       for (std::size_t i = 0; i < r.size(); ++i)
         t.add_row({s.placements()[p], std::to_string(L), std::to_string(first_seed + i), fmt(r[i]->loss, 10),
-                   fmt(r[i]->skip_gain, 10), fmt(r[i]->top, 10), fmt(r[i]->emb_total, 10), fmt(r[i]->emb_length, 10), fmt(r[i]->emb_overlap, 10),
+                   fmt(r[i]->skip_gain, 10), fmt(r[i]->top, 10), fmt(r[i]->emb_total, 10), fmt(r[i]->emb_length, 10),
+                   fmt(r[i]->emb_overlap, 10),
                    fmt(r[i]->block_length.at(0), 10), fmt(r[i]->block_overlap.at(0), 10)});
     }
   return t;
@@ -244,9 +248,9 @@ void draw_lengths(const Scan& s, const std::string& dir) {
 }
 
 void report(const Scan& s, unsigned first_seed, const std::string& dir) {
-  std::printf("\nsummary: emb gain = |g(emb)| / |g(top)|; skip gain = |g_0(emb)| / |g(top)|; share k = <g_k, g> / |g|^2; mean k = sum_k k |g_k| / "
-              "sum_k |g_k|; overlap = sum_k |g_k|^2 / |g|^2 (emb: the embedding output; block0: all of block 0's "
-              "parameters)\n%s",
+  std::printf("\nsummary: emb gain = |g(emb)| / |g(top)|; skip gain = |g_0(emb)| / |g(top)|; share k = <g_k, g> / "
+              "|g|^2; mean k = sum_k k |g_k| / sum_k |g_k|; overlap = sum_k |g_k|^2 / |g|^2 (emb: the embedding "
+              "output; block0: all of block 0's parameters)\n%s",
               summary_table(s).to_text().c_str());
   for (std::size_t p = 0; p < s.placements().size(); ++p)
     for (const Node* node : {&emb_node, &block0_node})
