@@ -186,6 +186,7 @@ TEST_CASE("the number of jobs is capped, and flags that do not go together are r
   require_refused(run(path_of("warmup"), "--jobs 100000"), 2, "warmup", {"--jobs", "whole number in [1, "});
   require_refused(run(path_of("gradflow"), "--heads 3"), 2, "gradflow", {"--heads 3 does not divide --d-model 64"});
   require_refused(run(path_of("stream"), "--layers 3 --layers-list 2"), 2, "stream", {"--layers-list"});
+  require_refused(run(path_of("paths"), "--layers 3 --layers-list 2"), 2, "paths", {"--layers-list"});
   require_refused(run(path_of("warmup"), "--steps 5 --window 10"), 2, "warmup", {"--window"});
   require_refused(run(path_of("sharpness"), "--steps 5 --every 10"), 2, "sharpness", {"--every 10 is more than --steps 5"});
   require_refused(run(path_of("gradflow"), "--shard 1/2 --merge /tmp"), 2, "gradflow", {"--shard", "--merge"});
@@ -203,6 +204,7 @@ TEST_CASE("a run that cannot fit in memory is refused before it allocates, with 
            {"train", "--batch 10000000", "--batch 10000000"},
            {"warmup", "--batch 10000000", "--batch 10000000"},
            {"gradflow", "--depths 2,100000", "--layers 100000"},
+           {"paths", "--layers-list 2,100000", "--layers 100000"},
            {"stream", "--d-model 100000 --heads 1", "--d-model 100000"}}) {
     INFO(name << " " << args);
     const auto start = std::chrono::steady_clock::now();
@@ -260,6 +262,7 @@ TEST_CASE("every grid binary: two shards merged print the tables and write the f
   for (const auto& [name, args] : std::vector<std::pair<std::string, std::string>>{
            {"gradflow", model + " --depths 1,2"},
            {"amplification", model + " --depths 1,2 --placements post,rezero"},
+           {"paths", model + " --layers-list 1,2 --placements post,pre/rms"},
            {"stream", model + " --layers-list 1,2 --placements pre,deepnorm --steps 2"},
            {"dynamics", model + " --layers 2 --steps 4 --early 2 --eval-batches 1 --warmups 0,2"},
            {"causes", model + " --layers 2 --steps 4 --window 2 --eval-batches 1 --warmups 2 --hold 2 --control-steps 2 "

@@ -59,6 +59,8 @@ const std::vector<Case>& cases() {
        {"pre, adamw lr 0.01, warmup 100"}, 3},
       {"gradflow", "--placements post,pre --layers 2 --depths 2 --seeds 1 --seq 8 --batch 4 --out out",
        {"post, layers 2, seed 0", "pre, layers 2, seed 0"}, 1},
+      {"paths", "--placements post,pre --layers-list 2 --seeds 1 --seq 8 --batch 4 --out out",
+       {"post, layers 2, seed 0", "pre, layers 2, seed 0"}, 1},
       {"amplification", "--placements post --depths 1,2 --seeds 1 --batches 1 --seq 8 --batch 4 --out out",
        {"post, layers 1, seed 0", "post, layers 2, seed 0"}, 1},
       {"stream", "--placements post,pre --layers-list 2 --seeds 1 --steps 2 --seq 8 --batch 4 --out out",
