@@ -10,7 +10,7 @@ foreach(pair ${INPUTS})
   list(GET parts 1 path)
   file(READ "${path}" content)
   # A name ending in _block takes only the text between "<!-- answer: begin" and "<!-- answer: end"
-  # (docs/why-pre-ln.md's answer, which the page shows).
+  # (docs/lesson.md's answer, which the page shows).
   if(name MATCHES "_block$")
     string(FIND "${content}" "<!-- answer: begin" begin)
     string(FIND "${content}" "<!-- answer: end" end)

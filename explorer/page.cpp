@@ -63,8 +63,8 @@ std::string script_safe(const std::string& json) {
   return out;
 }
 
-// The answer block of docs/why-pre-ln.md as HTML: its <!--= ... --> ties (scripts/check-findings)
-// dropped, the rest escaped, **bold** and `code` marked up (one paragraph).
+// The answer block of docs/lesson.md as HTML: any HTML comment dropped, the rest escaped, **bold** and
+// `code` marked up (one paragraph).
 std::string answer_html(const std::string& markdown) {
   std::string text;
   for (std::size_t i = 0; i < markdown.size();) {

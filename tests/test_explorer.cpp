@@ -474,9 +474,9 @@ TEST_CASE("explorer binary: a bad --runs value or a missing --html-add page is o
   CHECK_FALSE(fs::exists(dir.path / "a.html"));
 }
 
-TEST_CASE("explorer page: it states the findings' answer, from docs/why-pre-ln.md's answer block", "[explorer]") {
+TEST_CASE("explorer page: it states the findings' answer, from docs/lesson.md's answer block", "[explorer]") {
   // The block is embedded at build time (embed_assets.cmake): the page shows what the doc says now.
-  const std::string doc = nn::read_file(std::filesystem::path(GRADSCOPE_SOURCE_DIR) / "docs" / "why-pre-ln.md");
+  const std::string doc = nn::read_file(std::filesystem::path(GRADSCOPE_SOURCE_DIR) / "docs" / "lesson.md");
   const std::size_t begin = doc.find("<!-- answer: begin"), end = doc.find("<!-- answer: end");
   REQUIRE(begin != std::string::npos);
   REQUIRE(end > begin);
