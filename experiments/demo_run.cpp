@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 
 #include "analysis/collapse.hpp"
 #include "analysis/step_measures.hpp"
@@ -160,15 +159,10 @@ Page demo_page(const DemoOptions& o) {
     if (std::find(placements.begin(), placements.end(), r.placement) == placements.end()) placements.push_back(r.placement);
   std::vector<Trained> runs(o.runs.size());
   std::vector<double> frozen(placements.size(), NAN);
-  std::mutex mutex;
-  // the baselines first: each is the cheapest task (no recorder), and every verdict waits for its own
-  experiments::parallel_for(placements.size() + o.runs.size(), o.jobs, [&](std::size_t i) {
-    if (i < placements.size()) {
-      frozen[i] = train_frozen(placements[i], o, corpus);
-      return;
-    }
-    runs[i - placements.size()] = train_one(o.runs[i - placements.size()], o, corpus);
-  });
+  // the recorded runs, then the baselines (the cheapest tasks, no recorder): a signal during the runs
+  // stops at the step of the run that saw it, with no baseline thread racing it to report another
+  experiments::parallel_for(o.runs.size(), o.jobs, [&](std::size_t i) { runs[i] = train_one(o.runs[i], o, corpus); });
+  experiments::parallel_for(placements.size(), o.jobs, [&](std::size_t i) { frozen[i] = train_frozen(placements[i], o, corpus); });
   Page page;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const std::size_t p = static_cast<std::size_t>(
@@ -178,7 +172,6 @@ Page demo_page(const DemoOptions& o) {
                          "lr " + fmt(o.lr) + " (no warmup, no intervention) with every block and ln_f held at init; only the "
                          "embeddings and the head learn"});
     run.facts.push_back({"verdict", verdict_text(runs[i].held_out, frozen[p], o.margin)});
-    std::lock_guard<std::mutex> lock(mutex);
     std::printf("explorer: trained %s: %s\n", run.name.c_str(), run.facts.back().second.c_str());
     std::fflush(stdout);
     page.runs.push_back(std::move(run));

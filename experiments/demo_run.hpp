@@ -44,10 +44,10 @@ struct DemoOptions {
   unsigned jobs = 2;
 };
 
-// Trains every run and, for each placement among them, its frozen-blocks baseline (the same model,
-// seed, batches and constant lr with every block and ln_f held at init, not shown as a run), on `jobs`
-// threads, and returns the page: each run's facts end with its verdict against that baseline. Prints
-// one line per finished run, its verdict.
+// Trains every run, then, for each placement among them, its frozen-blocks baseline (the same model,
+// seed, batches and constant lr with every block and ln_f held at init, not shown as a run), each on
+// `jobs` threads, and returns the page: each run's facts end with its verdict against that baseline.
+// Prints one line per run, its verdict.
 Page demo_page(const DemoOptions& options);
 
 }  // namespace gs::explorer

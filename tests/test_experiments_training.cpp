@@ -28,7 +28,7 @@ TEST_CASE("verdict_of: diverged above log V + margin or not finite, stuck above 
 }
 
 TEST_CASE("freeze_blocks: after updates every block parameter and ln_f is at its initial value, the embeddings "
-          "and the head have moved; beats_frozen needs the margin", "[experiments]") {
+          "and the head have moved, and beats_frozen needs the margin", "[experiments]") {
   const nn::Corpus c = tiny_corpus();
   for (const std::string placement : {"post", "pre"}) {
     nn::TransformerLM model(run_config(placement));

@@ -1,8 +1,9 @@
 // The explorer page's glue: it draws what the embedded data holds (docs/explorer.md, "The data in the
 // page"). The layout is Graphviz's SVG, pan and zoom are d3's, the charts are Chart.js's; this file only
 // connects them: it colours the edges for the chosen step, fills the node panel, folds clusters, feeds
-// the charts and builds the guided tour. It computes no statistic of its own: every number shown comes
-// from the data (the tour only picks steps and runs by comparing stored numbers).
+// the charts and builds the chain of the answer (the tour). It computes no statistic of its own: every
+// number shown comes from the data (the chain only picks steps, blocks and runs, and reads each verdict's
+// losses back from its fact).
 (function () {
   'use strict';
 
@@ -786,7 +787,10 @@
   // A run's verdict against its frozen-blocks baseline, from its facts: the text, the two losses, the margin.
   function verdictOf(run) {
     const fact = function (key) { const f = run.facts.find(function (x) { return x[0] === key; }); return f ? f[1] : ''; };
-    const text = fact('verdict'), m = text.match(/\(([^ ]+) vs ([^ ]+) frozen, margin ([^ )]+)\)/);
+    // a page another program wrote (dynamics, warmup) has its own verdict, with no frozen-blocks baseline
+    const own = fact('verdict');
+    const text = /frozen blocks/.test(own) ? own : 'no frozen-blocks baseline on this page (its program\'s verdict: ' + (own || 'none') + ')';
+    const m = text.match(/\(([^ ]+) vs ([^ ]+) frozen, margin ([^ )]+)\)/);
     return { text: text, beats: /^beats frozen blocks/.test(text), loss: m ? parseFloat(m[1]) : NaN,
       frozen: m ? parseFloat(m[2]) : NaN, margin: m ? parseFloat(m[3]) : NaN, kl: parseFloat(fact('head KL(u || p)')) };
   }
