@@ -2,12 +2,7 @@
 // against a computation that does not use the graded sweep or the edge tags: the ordinary backward with
 // some branches cut (nn::cut_gradient on the add's branch input), and inclusion-exclusion.
 //
-// Let the model have n = 2L branches and G(T) be the part of the gradient whose paths go through
-// exactly the set T of branches. Cutting every branch outside S leaves the paths that stay inside S:
-//   h(S) = sum_{T subset of S} G(T)
-// Möbius inversion over the subsets gives G(T) = sum_{S subset of T} (-1)^{|T| - |S|} h(S), and summing
-// over the T of size k (each S of size s lies in C(n - s, k - s) of them):
-//   g_k = sum_{|T| = k} G(T) = sum_{|S| <= k} (-1)^{k - |S|} C(n - |S|, k - |S|) h(S)
+// (the derivation: tests/paths_brute_force.hpp)
 #include <cmath>
 #include <string>
 #include <vector>
@@ -18,6 +13,7 @@
 #include "nn/interventions.hpp"
 #include "nn/transformer_lm.hpp"
 #include "nn_gradcheck.hpp"
+#include "paths_brute_force.hpp"
 
 namespace test_analysis_paths {  // one namespace per test file: the files compile in groups
 
@@ -29,25 +25,11 @@ namespace {
 const IndexArray path_ids = {{0, 3, 4}, {2, 2, 1}};
 const IndexArray path_targets = {{3, 4, 0}, {2, 1, 1}};
 
-// The add of branch i (2l: block l's attention, 2l + 1: its MLP) in the last forward, from the block traces.
-Var branch_add(const nn::TransformerLM& model, std::size_t i) {
-  const nn::BlockTrace& t = model.blocks[i / 2]->last;
-  return i % 2 == 0 ? t.attn_sum : t.mlp_sum;
-}
+using test::binomial;
+using test::branch_add;
 
-// The ordinary gradients of emb and of every parameter (in named_parameters order), with every branch
-// whose bit is 0 in `kept` cut in the backward pass.
 std::vector<Array> gradients_with_cuts(nn::TransformerLM& model, unsigned kept) {
-  Tape tape;
-  TapeScope scope(tape);
-  model.zero_grad();
-  const Var loss = model.loss(path_ids, path_targets);
-  for (std::size_t i = 0; i < 2 * model.blocks.size(); ++i)
-    if (!((kept >> i) & 1u)) nn::cut_gradient(branch_add(model, i), 1);
-  loss.backward();
-  std::vector<Array> out = {model.last.emb.grad()};
-  for (const nn::NamedParameter& p : model.named_parameters()) out.push_back(p.parameter.grad());
-  return out;
+  return test::gradients_with_cuts(model, kept, path_ids, path_targets);
 }
 
 // g_k of emb and of every parameter, k = 0 .. 2L, by the graded sweep: out[array][k].
@@ -65,12 +47,6 @@ std::vector<std::vector<Array>> graded(nn::TransformerLM& model) {
   std::vector<Var> wanted = {model.last.emb};
   for (const nn::NamedParameter& p : model.named_parameters()) wanted.push_back(p.parameter.var());
   return graded_backward(loss, edges, edges.size(), wanted);
-}
-
-double binomial(std::size_t n, std::size_t k) {
-  double c = 1.0;
-  for (std::size_t j = 1; j <= k; ++j) c = c * static_cast<double>(n - k + j) / static_cast<double>(j);
-  return c;
 }
 
 // max |a - b| / max(1, max |b|).
