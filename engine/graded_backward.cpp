@@ -30,6 +30,31 @@ void add_into(GradedGrad& g, std::size_t j, Array part, std::size_t K) {
   }
 }
 
+// raises[i][k]: the edge from input k of entry i is marked (multiplies by z). Throws for an edge that
+// is not on the tape.
+std::vector<std::vector<bool>> marked_inputs(const Tape& tape, const std::vector<TapeEdge>& marked, Site site) {
+  const std::size_t n = tape.size();
+  std::vector<std::vector<bool>> raises(n);
+  for (const TapeEdge& edge : marked) {
+    if (edge.entry < 0 || static_cast<std::size_t>(edge.entry) >= n ||
+        edge.input >= tape.entry(edge.entry).inputs.size())
+      fail("graded_backward", site, "marked edge (entry " + std::to_string(edge.entry) + ", input " +
+                                        std::to_string(edge.input) + ") is not on the tape (size " +
+                                        std::to_string(n) + ")");
+    std::vector<bool>& row = raises[static_cast<std::size_t>(edge.entry)];
+    row.resize(tape.entry(edge.entry).inputs.size(), false);
+    row[edge.input] = true;
+  }
+  return raises;
+}
+
+// g_0 .. g_K of one entry, a zero array (in the shape of `value`) where no path arrived.
+std::vector<Array> coefficients(const GradedGrad& g, const Array& value, std::size_t K) {
+  std::vector<Array> coef;
+  for (std::size_t j = 0; j <= K; ++j) coef.push_back(!g.coef.empty() && g.has[j] ? g.coef[j] : Array(xt::zeros_like(value)));
+  return coef;
+}
+
 }  // namespace
 
 std::vector<std::vector<Array>> graded_backward(const Var& root, const std::vector<TapeEdge>& marked, std::size_t K,
@@ -54,18 +79,7 @@ std::vector<std::vector<Array>> graded_backward(const Var& root, const Array& se
                                       shape_str(shape_of(r.value)));
   const std::size_t n = tape.size();
 
-  // raises[i][k]: the edge from input k of entry i is marked (multiplies by z).
-  std::vector<std::vector<bool>> raises(n);
-  for (const TapeEdge& edge : marked) {
-    if (edge.entry < 0 || static_cast<std::size_t>(edge.entry) >= n ||
-        edge.input >= tape.entry(edge.entry).inputs.size())
-      fail("graded_backward", site, "marked edge (entry " + std::to_string(edge.entry) + ", input " +
-                                        std::to_string(edge.input) + ") is not on the tape (size " +
-                                        std::to_string(n) + ")");
-    std::vector<bool>& row = raises[static_cast<std::size_t>(edge.entry)];
-    row.resize(tape.entry(edge.entry).inputs.size(), false);
-    row[edge.input] = true;
-  }
+  const std::vector<std::vector<bool>> raises = marked_inputs(tape, marked, site);
   std::vector<bool> keep(n, false);  // the wanted entries keep their coefficients to the end
   for (const Var& v : wanted) {
     if (&v.tape(site) != &tape) fail("graded_backward", site, "a wanted Var lives on another tape than the root");
@@ -112,14 +126,7 @@ std::vector<std::vector<Array>> graded_backward(const Var& root, const Array& se
   }
 
   std::vector<std::vector<Array>> out;
-  for (const Var& v : wanted) {
-    const GradedGrad& g = grads[static_cast<std::size_t>(v.index())];
-    const Array& value = tape.entry(v.index()).value;
-    std::vector<Array> coef;
-    for (std::size_t j = 0; j <= K; ++j)
-      coef.push_back(!g.coef.empty() && g.has[j] ? g.coef[j] : Array(xt::zeros_like(value)));
-    out.push_back(std::move(coef));
-  }
+  for (const Var& v : wanted) out.push_back(coefficients(grads[static_cast<std::size_t>(v.index())], tape.entry(v.index()).value, K));
   return out;
 }
 

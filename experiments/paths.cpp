@@ -284,15 +284,7 @@ int main(int argc, char** argv) {
   describe(ex.app, "--placements", "placements to compare, e.g. post,pre,peri (instead of --placement)");
   return ex.main(argc, argv, [&] {
     const ModelOptions& mo = ex.model;
-    if (ex.app.get_option("--layers")->count()) {
-      if (ex.app.get_option("--layers-list")->count()) throw FlagError("give --layers or --layers-list, not both");
-      depths = {mo.layers};
-    }
-    if (ex.app.get_option("--placement")->count()) {
-      if (ex.app.get_option("--placements")->count()) throw FlagError("give --placement or --placements, not both");
-      ex.placements = {mo.placement};
-    }
-    sort_unique(depths);
+    ex.select_depths_and_placements(depths);
     nn::ModelConfig largest = mo.config();
     largest.layers = depths.back();
     // The graded sweep holds up to 2L + 1 parts of a gradient where the ordinary one holds one: counted

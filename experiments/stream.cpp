@@ -332,15 +332,7 @@ explorer::Run record_measured_pass(explorer::RunRecorder& rec, nn::TransformerLM
 // work if their largest model, trained `steps` steps, cannot fit in memory.
 void select_scan(Experiment& ex, std::vector<std::size_t>& depths, std::size_t steps) {
   const ModelOptions& mo = ex.model;
-  if (ex.app.get_option("--layers")->count()) {
-    if (ex.app.get_option("--layers-list")->count()) throw FlagError("give --layers or --layers-list, not both");
-    depths = {mo.layers};
-  }
-  if (ex.app.get_option("--placement")->count()) {
-    if (ex.app.get_option("--placements")->count()) throw FlagError("give --placement or --placements, not both");
-    ex.placements = {mo.placement};
-  }
-  sort_unique(depths);
+  ex.select_depths_and_placements(depths);
   const std::size_t B = mo.batch, T = mo.seq;
   nn::ModelConfig largest = mo.config();
   largest.layers = depths.back();

@@ -188,6 +188,18 @@ std::vector<std::size_t> Experiment::measure_cells(const Grid& grid, const std::
   return cells;
 }
 
+void Experiment::select_depths_and_placements(std::vector<std::size_t>& depths) {
+  if (app.get_option("--layers")->count()) {
+    if (app.get_option("--layers-list")->count()) throw FlagError("give --layers or --layers-list, not both");
+    depths = {model.layers};
+  }
+  if (app.get_option("--placement")->count()) {
+    if (app.get_option("--placements")->count()) throw FlagError("give --placement or --placements, not both");
+    placements = {model.placement};
+  }
+  sort_unique(depths);
+}
+
 ModelOptions Experiment::cell_model(const Cell& cell) const {
   ModelOptions m = model;
   const std::vector<std::string>& axes = cell.grid->names();

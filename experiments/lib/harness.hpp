@@ -118,6 +118,10 @@ class Experiment {
   // The model flags with the cell's placement (its label on the axis "placement"), seed (--seed plus
   // its index on the axis "seed") and depth (its label on the axis "layers"), for the axes the grid has.
   ModelOptions cell_model(const Cell& cell) const;
+  // A depth scan's selection: --layers (one depth, instead of the scan's --layers-list `depths`) and
+  // --placement (one placement, instead of --placements), each refused beside its list; then `depths`
+  // sorted and without repeats.
+  void select_depths_and_placements(std::vector<std::size_t>& depths);
 
   // Refuses a run whose largest model (`largest`, stepping on --batch windows) cannot fit in memory, with
   // up to --jobs of them at once among `cells` cells, plus `data` bytes (memory.hpp).
