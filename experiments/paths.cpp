@@ -14,7 +14,8 @@
 //                 the stream at its top (the last block's output)
 //   skip gain     |g_0(emb)| / |g(top)|: what the pure skip path, through no branch, does to it
 // and, for each LayerNorm of the shallowest depth (every depth in ln_terms.csv), its backward split into
-// its three terms (analysis/ln_terms.hpp), relative to the gradient g that reaches its output.
+// its three terms (analysis/ln_terms.hpp), relative to the gradient g that reaches its output (RMSNorm's
+// two: it has no center term).
 //
 // Every measurement: a fresh model (seed s) at init, one fresh Markov batch (seed s), the mean
 // cross-entropy, one graded sweep (and one ordinary backward for the LayerNorm terms); every number
@@ -29,14 +30,14 @@
 
 namespace {
 
-// One LayerNorm site's backward by term (analysis/ln_terms.hpp): Frobenius norms.
+// One norm site's backward by term (analysis/ln_terms.hpp): Frobenius norms.
 struct LnSite {
   std::string name;
-  bool on_stream = false;
+  bool on_stream = false, has_center = true;
   double g = NAN, scale = NAN, center = NAN, radial = NAN, dx = NAN;
 };
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LnSite, name, on_stream, g, scale, center, radial, dx)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LnSite, name, on_stream, has_center, g, scale, center, radial, dx)
 
 // One model at init on one batch.
 struct PathRun {
@@ -61,8 +62,8 @@ PathRun measure(const nn::ModelConfig& config, const nn::Batch& batch) {
   const PathProfile p = path_profile(model, loss);  // reads the tape only
   loss.backward();                                  // the ordinary gradient, for the LayerNorm terms
   PathRun run;
-  for (const NormSiteTerms& t : layernorm_site_terms(model))
-    run.ln_sites.push_back({t.name, t.on_stream, t.g, t.scale, t.center, t.radial, t.dx});
+  for (const NormSiteTerms& t : norm_site_terms(model))
+    run.ln_sites.push_back({t.name, t.on_stream, t.has_center, t.g, t.scale, t.center, t.radial, t.dx});
   run.loss = loss.value()();
   tape.reset();
   run.skip_gain = p.skip_gain;
@@ -160,14 +161,14 @@ Table ln_table(const Scan& s, std::size_t p, std::size_t L) {
     };
     const LnSite& first = r.front()->ln_sites[i];
     t.add_row({first.name, first.on_stream ? "yes" : "no", col(&LnSite::g, false), col(&LnSite::scale, true),
-               col(&LnSite::center, true), col(&LnSite::radial, true), col(&LnSite::dx, true)});
+               first.has_center ? col(&LnSite::center, true) : "-", col(&LnSite::radial, true), col(&LnSite::dx, true)});
   }
   return t;
 }
 
 // Long form of the LayerNorm terms, one row per seed and site.
 Table ln_csv(const Scan& s, unsigned first_seed) {
-  Table t({"placement", "layers", "seed", "site", "on_stream", "g_norm", "scale_norm", "center_norm", "radial_norm",
+  Table t({"placement", "layers", "seed", "site", "norm", "on_stream", "g_norm", "scale_norm", "center_norm", "radial_norm",
            "dx_norm"});
   for (std::size_t p = 0; p < s.placements().size(); ++p)
     for (std::size_t L : s.depths) {
@@ -175,7 +176,7 @@ Table ln_csv(const Scan& s, unsigned first_seed) {
       for (std::size_t i = 0; i < r.size(); ++i)
         for (const LnSite& x : r[i]->ln_sites)
           t.add_row({s.placements()[p], std::to_string(L), std::to_string(first_seed + i), x.name,
-                     x.on_stream ? "1" : "0", fmt(x.g, 10), fmt(x.scale, 10), fmt(x.center, 10), fmt(x.radial, 10),
+                     x.has_center ? "layer" : "rms", x.on_stream ? "1" : "0", fmt(x.g, 10), fmt(x.scale, 10), fmt(x.center, 10), fmt(x.radial, 10),
                      fmt(x.dx, 10)});
     }
   return t;
@@ -258,10 +259,14 @@ void report(const Scan& s, unsigned first_seed, const std::string& dir) {
                   node->name.c_str(), share_table(s, p, *node).to_text().c_str());
   const std::size_t L0 = s.depths.front();
   for (std::size_t p = 0; p < s.placements().size(); ++p)
-    if (!s.at(p, L0).front()->ln_sites.empty())
-      std::printf("\n%s, L=%zu: LayerNorm backward by term, dL/dx = scale + center + radial = (1/sigma) (g_hat - "
-                  "mean(g_hat) - x_hat mean(g_hat x_hat)), g_hat = g * w (all depths: ln_terms.csv)\n%s",
+    if (!s.at(p, L0).front()->ln_sites.empty()) {
+      const bool layer = s.at(p, L0).front()->ln_sites.front().has_center;
+      std::printf(layer ? "\n%s, L=%zu: LayerNorm backward by term, dL/dx = scale + center + radial = (1/sigma) (g_hat - "
+                          "mean(g_hat) - x_hat mean(g_hat x_hat)), g_hat = g * w (all depths: ln_terms.csv)\n%s"
+                        : "\n%s, L=%zu: RMSNorm backward by term, dL/dx = scale + radial = (1/rms) (g_hat - x_hat "
+                          "mean(g_hat x_hat)), g_hat = g * w (all depths: ln_terms.csv)\n%s",
                   s.placements()[p].c_str(), L0, ln_table(s, p, L0).to_text().c_str());
+    }
   std::filesystem::create_directories(dir);
   ln_csv(s, first_seed).write_csv(std::filesystem::path(dir) / "ln_terms.csv");
   summary_csv(s, first_seed).write_csv(std::filesystem::path(dir) / "summary.csv");

@@ -1,4 +1,4 @@
-// paths: a tiny run's CSV files hold analysis::path_profile's and layernorm_site_terms' numbers for the
+// paths: a tiny run's CSV files hold analysis::path_profile's and norm_site_terms' numbers for the
 // model and batch of each cell (recomputed here), the shares of every node sum to 1, Pre-LN's skip gain
 // is exactly 1, and every LayerNorm site has its row.
 #include <cmath>
@@ -51,7 +51,7 @@ TEST_CASE("paths: summary.csv, profile.csv and ln_terms.csv hold the measures of
     if (row.at("placement") == "pre") REQUIRE(row.at("skip_gain") == "1");
     else REQUIRE(std::stod(row.at("skip_gain")) < 0.9);
     loss.backward();
-    const std::vector<analysis::NormSiteTerms> sites = analysis::layernorm_site_terms(model);
+    const std::vector<analysis::NormSiteTerms> sites = analysis::norm_site_terms(model);
     std::vector<std::map<std::string, std::string>> rows;
     for (const auto& ln : read_csv(dir.path / "o" / "ln_terms.csv"))
       if (ln.at("placement") == row.at("placement") && ln.at("layers") == row.at("layers") && ln.at("seed") == row.at("seed"))
