@@ -92,13 +92,15 @@ Profile measure(nn::TransformerLM& model, const nn::Batch& probe, std::size_t st
   return r;
 }
 
+// One run; with --html, the first seed's is recorded for the explorer page.
 TrainingRun train(const ModelOptions& m, std::size_t warmup, const nn::Corpus& corpus, const Options& o,
-                  const std::vector<std::size_t>& at, Tick& tick) {
+                  const std::vector<std::size_t>& at, Tick& tick, Experiment& ex, const Cell& cell) {
   nn::TransformerLM model(m.config());
+  const auto rec = cell["seed"] == 0 ? ex.recorder(cell.grid->describe(cell.index), model) : nullptr;
   const std::unique_ptr<nn::Optimizer> optimizer = o.opt.make(model);
   nn::StepSetup setup{&corpus.data, m.batch, m.seq, m.seed,
                       o.opt.with_hold({nn::ScheduleKind::warmup, o.lr, warmup, o.steps, 0.1}), o.clip,
-                      step_hooks(model)};
+                      step_hooks(model, rec.get())};
   std::mt19937_64 probe_rng = nn::rng_for(m.seed, 0, nn::RngPurpose::probe);
   const nn::Batch probe = corpus.data.batch(nn::Split::validation, m.batch, m.seq, probe_rng);
   TrainingRun run;
@@ -114,6 +116,11 @@ TrainingRun train(const ModelOptions& m, std::size_t warmup, const nn::Corpus& c
     tick(1, "loss " + fmt(r.loss));
   }
   run.final_loss = nn::evaluate(model, corpus.data, m.batch, m.seq, o.eval_batches, m.seed);
+  if (rec) {
+    rec->run().facts = {{"program", "paths_training"}, {"run", cell.grid->describe(cell.index)},
+                        {"data", corpus.name}, {"held-out loss", fmt(run.final_loss)}};
+    ex.add_run(cell.index, rec->take());
+  }
   return run;
 }
 
@@ -321,7 +328,7 @@ int main(int argc, char** argv) {
     const auto runs = run_steps<TrainingRun>(ex, grid, o.steps, [&](const Cell& c, Tick& tick) {
       ModelOptions m = ex.cell_model(c);
       m.vocab = corpus.data.vocab();
-      return train(m, o.warmups[c["warmup"]], corpus, o, at, tick);
+      return train(m, o.warmups[c["warmup"]], corpus, o, at, tick, ex, c);
     });
     if (!runs) return;
     Report rep{{}, {}, at};

@@ -265,6 +265,7 @@ TEST_CASE("every grid binary: two shards merged print the tables and write the f
            {"paths", model + " --layers-list 1,2 --placements post,pre/rms"},
            {"stream", model + " --layers-list 1,2 --placements pre,deepnorm --steps 2"},
            {"dynamics", model + " --layers 2 --steps 4 --early 2 --eval-batches 1 --warmups 0,2"},
+           {"paths_training", model + " --layers 2 --steps 3 --profile-steps 0,3 --eval-batches 1 --warmups 0,2"},
            {"causes", model + " --layers 2 --steps 4 --window 2 --eval-batches 1 --warmups 2 --hold 2 --control-steps 2 "
                              "--group-warmup 2 --boost-steps 1 --reset-step 2"},
            {"warmup", model + " --layers 2 --steps 4 --window 2 --eval-batches 1 --datasets markov --lrs 0.01,0.1 "

@@ -67,6 +67,9 @@ const std::vector<Case>& cases() {
        {"layers 2, post, seed 0", "layers 2, pre, seed 0"}, 3},  // steps 0, 1 and the measured pass 2
       {"dynamics", "--placements post,pre --warmups 0 --seeds 1 --steps 3 --layers 2 --seq 8 --batch 4 --out out",
        {"post, warmup 0, seed 0", "pre, warmup 0, seed 0"}, 3},
+      {"paths_training", "--placements post,pre --warmups 0 --seeds 1 --steps 3 --profile-steps 0,3 --layers 2 "
+                         "--seq 8 --batch 4 --eval-batches 1 --out out",
+       {"post, warmup 0, seed 0", "pre, warmup 0, seed 0"}, 3},
       {"warmup", "--placements pre --warmups 0,2 --lrs 1e-2 --datasets markov --seeds 1 --steps 3 --window 1 "
                  "--layers 2 --seq 8 --batch 4 --eval-batches 1 --out out",
        {"markov, pre, warmup 0, lr 0.01, seed 0", "markov, pre, warmup 2, lr 0.01, seed 0"}, 3},
