@@ -21,7 +21,7 @@
 // cross-entropy, one graded sweep (and one ordinary backward for the LayerNorm terms); every number
 // printed is a mean ± sample std over the seeds.
 //
-//   build/bin/paths                                   the defaults: post and pre, L = 2, 4, 6, 12, 3 seeds
+//   build/bin/paths                                   the defaults: post and pre, L = 2, 4, 6, 12, 24, 3 seeds
 //   build/bin/paths --placements post,pre,peri,deepnorm,rezero,b2t/layer/none --layers-list 2,8
 #include "experiments/lib/experiment.hpp"
 #include "analysis/ln_terms.hpp"
@@ -283,7 +283,7 @@ void report(const Scan& s, unsigned first_seed, const std::string& dir) {
 int main(int argc, char** argv) {
   Experiment ex("paths", "The gradient at initialization split by path length (the number of residual branches "
                 "its paths go through), for the embedding and block 0, per placement and depth.", "out/paths");
-  std::vector<std::size_t> depths = {2, 4, 6, 12};
+  std::vector<std::size_t> depths = {2, 4, 6, 12, 24};
   ex.placements = {"post", "pre"};
   add_flag(ex.app, "--layers-list", depths, "depths L to measure (comma-separated; instead of --layers)", Whole{1});
   describe(ex.app, "--placements", "placements to compare, e.g. post,pre,peri (instead of --placement)");
