@@ -66,17 +66,26 @@ std::vector<std::vector<Array>> graded_backward(const Var& root, const std::vect
   return graded_backward(root, xt::ones_like(r.value), marked, K, wanted, site);
 }
 
-std::vector<std::vector<Array>> graded_backward(const Var& root, const Array& seed, const std::vector<TapeEdge>& marked,
-                                                std::size_t K, const std::vector<Var>& wanted, Site site) {
-  Tape& tape = root.tape(site);
-  const int top = root.index();
-  const Entry& r = tape.checked_entry(top, root.generation(), "graded_backward", site);
+namespace {
+
+// Throws unless the root needs a gradient and the seed has its shape.
+void check_root(const Tape& tape, const Var& root, const Array& seed, const Site& site) {
+  const Entry& r = tape.checked_entry(root.index(), root.generation(), "graded_backward", site);
   if (!r.requires_grad)
-    fail("graded_backward", site, "the root (tape index " + std::to_string(top) + ", op " + r.op +
+    fail("graded_backward", site, "the root (tape index " + std::to_string(root.index()) + ", op " + r.op +
                                       ") does not require a gradient: no leaf it depends on has requires_grad");
   if (shape_of(seed) != shape_of(r.value))
     fail("graded_backward", site, "the seed has shape " + shape_str(shape_of(seed)) + " but the root has shape " +
                                       shape_str(shape_of(r.value)));
+}
+
+}  // namespace
+
+std::vector<std::vector<Array>> graded_backward(const Var& root, const Array& seed, const std::vector<TapeEdge>& marked,
+                                                std::size_t K, const std::vector<Var>& wanted, Site site) {
+  Tape& tape = root.tape(site);
+  check_root(tape, root, seed, site);
+  const int top = root.index();
   const std::size_t n = tape.size();
 
   const std::vector<std::vector<bool>> raises = marked_inputs(tape, marked, site);
