@@ -6,8 +6,9 @@
 // At each step t of --profile-steps (after t updates; t = 0 is initialization) every run is measured on
 // one fixed held-out probe batch (the same for every step of a seed), on a tape of its own:
 //   the path-length profile (analysis/paths.hpp, docs/gradient-paths.md) of the embedding output and of
-//     block 0's parameters: the share of path length k, <g_k, g> / |g|^2, the mean path length, the
-//     emb gain |g(emb)| / |g(top)| and the skip gain |g_0(emb)| / |g(top)|;
+//     each block's parameters: the share of path length k, <g_k, g> / |g|^2, the mean path length, the
+//     emb gain |g(emb)| / |g(top)| and the skip gain |g_0(emb)| / |g(top)| (the table: the embedding and
+//     block 0; profile.csv: every block, every k);
 //   each norm's backward by term (analysis/ln_terms.hpp), relative to |g| = |dL/dy| at its output: the
 //     table prints the mean over the norms on the residual stream, the CSV every site;
 //   each block's largest Jacobian singular values over the probe's first sequence
@@ -39,7 +40,9 @@ struct Profile {
   double emb_gain = NAN, skip_gain = NAN;             // |g(emb)| / |g(top)|, |g_0(emb)| / |g(top)|
   double emb_share0 = NAN, emb_length = NAN;          // share of k = 0, mean path length at the embedding
   double block0_share1 = NAN, block0_length = NAN;    // share of k = 1, mean path length of block 0's parameters
-  std::vector<double> emb_share;                      // k = 0 .. 2L
+  std::vector<std::vector<double>> norm, share;       // [node][k]: |g_k| and <g_k, g> / |g|^2, k = 0 .. 2L;
+                                                      // node 0 the embedding output, node 1 + l block l's parameters
+  std::vector<double> length;                         // [node]: the mean path length
   std::vector<std::string> site;                      // every norm site, in forward order
   std::vector<int> on_stream;                         // 1 where the site reads the residual stream
   std::vector<double> g, scale, center, radial, dx;   // per site: |dL/dy| and the terms' norms
@@ -49,7 +52,7 @@ struct Profile {
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Profile, step, loss, emb_gain, skip_gain, emb_share0, emb_length, block0_share1,
-                                   block0_length, emb_share, site, on_stream, g, scale, center, radial, dx, sigma,
+                                   block0_length, norm, share, length, site, on_stream, g, scale, center, radial, dx, sigma,
                                    jvp_error, converged)
 
 struct TrainingRun {
@@ -72,7 +75,10 @@ Profile measure(nn::TransformerLM& model, const nn::Batch& probe, std::size_t st
   r.loss = loss.value()();
   r.emb_gain = p.emb.total / p.top.total;
   r.skip_gain = p.skip_gain;
-  r.emb_share = p.emb.share;
+  std::vector<const PathSplit*> nodes = {&p.emb};  // the embedding output, then each block's parameters
+  for (const PathSplit& block : p.blocks) nodes.push_back(&block);
+  for (const PathSplit* node : nodes)
+    r.norm.push_back(node->norm), r.share.push_back(node->share), r.length.push_back(node->mean_length);
   r.emb_share0 = p.emb.share.at(0);
   r.emb_length = p.emb.mean_length;
   r.block0_share1 = p.blocks.at(0).share.at(1);
@@ -232,16 +238,20 @@ Table spectrum_csv(const Report& rep, unsigned first_seed) {
   return t;
 }
 
-// Long form of the profile: one row per run, seed, profile step and path length k.
+// Long form of the profile: one row per run, seed, profile step, node (emb, block0, block1, ...) and path
+// length k.
 Table profile_csv(const Report& rep, unsigned first_seed) {
-  Table t({"placement", "warmup", "seed", "step", "probe_loss", "emb_gain", "skip_gain", "k", "emb_share"});
+  Table t({"placement", "warmup", "seed", "step", "probe_loss", "emb_gain", "skip_gain", "node", "mean_length", "k",
+           "norm", "share"});
   for (std::size_t r = 0; r < rep.keys.size(); ++r)
     for (std::size_t s = 0; s < rep.runs[r].size(); ++s)
       for (const Profile& p : rep.runs[r][s]->profiles)
-        for (std::size_t k = 0; k < p.emb_share.size(); ++k)
-          t.add_row({rep.keys[r].placement, std::to_string(rep.keys[r].warmup), std::to_string(first_seed + s),
-                     std::to_string(p.step), fmt(p.loss, 10), fmt(p.emb_gain, 10), fmt(p.skip_gain, 10),
-                     std::to_string(k), fmt(p.emb_share[k], 10)});
+        for (std::size_t node = 0; node < p.share.size(); ++node)
+          for (std::size_t k = 0; k < p.share[node].size(); ++k)
+            t.add_row({rep.keys[r].placement, std::to_string(rep.keys[r].warmup), std::to_string(first_seed + s),
+                       std::to_string(p.step), fmt(p.loss, 10), fmt(p.emb_gain, 10), fmt(p.skip_gain, 10),
+                       node == 0 ? "emb" : "block" + std::to_string(node - 1), fmt(p.length[node], 10),
+                       std::to_string(k), fmt(p.norm[node][k], 10), fmt(p.share[node][k], 10)});
   return t;
 }
 

@@ -31,12 +31,15 @@ const std::vector<std::string> tiny = {"--layers", "2", "--d-model", "8", "--hea
                                        "--vocab", "8", "--seeds", "2", "--steps", "3", "--profile-steps", "0,3",
                                        "--placements", "post,pre", "--warmups", "0", "--eval-batches", "2"};
 
+// The rows of one run, seed and step (and, in profile.csv, one node: "" takes every row).
 std::vector<std::map<std::string, std::string>> rows_of(const std::vector<std::map<std::string, std::string>>& csv,
                                                         const std::string& placement, const std::string& seed,
-                                                        const std::string& step) {
+                                                        const std::string& step, const std::string& node = "") {
   std::vector<std::map<std::string, std::string>> out;
   for (const auto& row : csv)
-    if (row.at("placement") == placement && row.at("seed") == seed && row.at("step") == step) out.push_back(row);
+    if (row.at("placement") == placement && row.at("seed") == seed && row.at("step") == step &&
+        (node.empty() || row.at("node") == node))
+      out.push_back(row);
   return out;
 }
 
@@ -67,10 +70,16 @@ TEST_CASE("paths_training: its CSV files hold the measures of each run", "[exper
       TapeScope scope(tape);
       const Var loss = model.loss(probe.inputs, probe.targets);
       const analysis::PathProfile p = analysis::path_profile(model, loss);
-      const auto at0 = rows_of(profile, placement, seed, "0");
-      REQUIRE(at0.size() == 2 * 2 + 1);  // k = 0 .. 2L
-      for (std::size_t k = 0; k < at0.size(); ++k)
-        REQUIRE(std::stod(at0[k].at("emb_share")) == Approx(p.emb.share[k]).epsilon(1e-8));
+      REQUIRE(rows_of(profile, placement, seed, "0").size() == 3 * (2 * 2 + 1));  // emb, block0, block1; k = 0 .. 2L
+      const auto at0 = rows_of(profile, placement, seed, "0", "emb");
+      const auto block1 = rows_of(profile, placement, seed, "0", "block1");
+      REQUIRE(at0.size() == 2 * 2 + 1);
+      for (std::size_t k = 0; k < at0.size(); ++k) {
+        REQUIRE(std::stod(at0[k].at("share")) == Approx(p.emb.share[k]).epsilon(1e-8));
+        REQUIRE(std::stod(at0[k].at("norm")) == Approx(p.emb.norm[k]).epsilon(1e-8));
+        REQUIRE(std::stod(block1[k].at("share")) == Approx(p.blocks[1].share[k]).epsilon(1e-8));
+      }
+      REQUIRE(std::stod(block1[0].at("mean_length")) == Approx(p.blocks[1].mean_length).epsilon(1e-8));
       REQUIRE(std::stod(at0[0].at("skip_gain")) == Approx(p.skip_gain).epsilon(1e-8));
       REQUIRE(std::stod(at0[0].at("probe_loss")) == Approx(loss.value()()).epsilon(1e-8));
       loss.backward();
@@ -94,9 +103,11 @@ TEST_CASE("paths_training: its CSV files hold the measures of each run", "[exper
       // Every step: the shares sum to 1; pre's skip path is the identity; the spectrum is ordered.
       for (const std::string step : {"0", "3"}) {
         INFO("step " << step);
-        double sum = 0.0;
-        for (const auto& row : rows_of(profile, placement, seed, step)) sum += std::stod(row.at("emb_share"));
-        REQUIRE(sum == Approx(1.0).epsilon(1e-8));
+        for (const std::string node : {"emb", "block0", "block1"}) {
+          double sum = 0.0;
+          for (const auto& row : rows_of(profile, placement, seed, step, node)) sum += std::stod(row.at("share"));
+          REQUIRE(sum == Approx(1.0).epsilon(1e-8));
+        }
         if (placement == "pre") REQUIRE(rows_of(profile, placement, seed, step)[0].at("skip_gain") == "1");
         for (const auto& row : rows_of(spectra, placement, seed, step)) {
           REQUIRE(row.at("converged") == "1");
@@ -106,7 +117,7 @@ TEST_CASE("paths_training: its CSV files hold the measures of each run", "[exper
         }
       }
       // Step 3 is a trained model: its measures moved.
-      REQUIRE(rows_of(profile, placement, seed, "3")[1].at("emb_share") != at0[1].at("emb_share"));
+      REQUIRE(rows_of(profile, placement, seed, "3", "emb")[1].at("share") != at0[1].at("share"));
     }
 }
 
