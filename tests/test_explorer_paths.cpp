@@ -158,6 +158,40 @@ TEST_CASE("explorer paths: entry_path_splits on y = s + tanh(s) by hand; a leaf 
   CHECK_THROWS_WITH(analysis::entry_path_splits(loss, {99}), Catch::Contains("tape index 99 is not on the tape"));
 }
 
+TEST_CASE("explorer paths: entry_path_splits gives every entry of a model path_split's numbers on all K + 1 "
+          "coefficients of graded_backward", "[explorer][paths]") {
+  for (nn::Placement placement : {nn::Placement::post, nn::Placement::pre}) {
+    nn::TransformerLM model(two_blocks(placement));
+    Tape& tape = Tape::current();
+    tape.reset();
+    const Var loss = model.loss(batch_ids, batch_targets);
+    std::vector<int> every;
+    std::vector<Var> all;
+    for (std::size_t i = 0; i < tape.size(); ++i)
+      if (tape.entry(static_cast<int>(i)).requires_grad) {
+        every.push_back(static_cast<int>(i));
+        all.emplace_back(tape, static_cast<int>(i), tape.generation());
+      }
+    const analysis::EntryPaths p = analysis::entry_path_splits(loss, every);
+    const std::vector<TapeEdge> edges = analysis::branch_out_edges(tape);
+    const std::vector<std::vector<Array>> g = graded_backward(loss, edges, edges.size(), all);
+    REQUIRE(p.splits.size() == every.size());
+    std::size_t trimmed = 0;  // entries whose path lengths do not span 0 .. K
+    for (std::size_t x = 0; x < every.size(); ++x) {
+      INFO("entry " << every[x] << " " << tape.entry(every[x]).op);
+      REQUIRE(p.splits[x]);
+      const analysis::PathSplit whole = analysis::path_split({g[x]});
+      CHECK(p.splits[x]->norm == whole.norm);
+      CHECK(p.splits[x]->share == whole.share);
+      CHECK(p.splits[x]->total == whole.total);
+      CHECK(p.splits[x]->mean_length == Approx(whole.mean_length).margin(1e-15));
+      trimmed += whole.norm.front() == 0.0 || whole.norm.back() == 0.0;
+    }
+    CHECK(trimmed > 0);
+    tape.reset();
+  }
+}
+
 TEST_CASE("explorer paths: a tape the sweep refuses (a gradient hook) gets a note, not numbers", "[explorer][paths]") {
   Tape tape;
   TapeScope scope(tape);
