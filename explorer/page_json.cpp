@@ -93,8 +93,23 @@ json graph_json(const GraphData& g, std::vector<std::string>& svgs) {
     }
     for (const ForkStep& f : s.forks)
       fk.push_back({num(f.skip), num(f.branch), f.skip_parts, f.branch_parts});
+    // per node [|g|, [|g_k|], [share_k]] or null; null for the whole when not computed. The lists stop
+    // after the last k with g_k != 0 (the k above it have g_k = 0 exactly: no path of that length).
+    json paths = s.paths.empty() ? json(nullptr) : json::array();
+    for (const std::optional<NodePaths>& p : s.paths) {
+      if (!p) {
+        paths.push_back(nullptr);
+        continue;
+      }
+      std::size_t used = p->norm.size();
+      while (used > 1 && p->norm[used - 1] == 0.0) --used;
+      const std::vector<double> norm(p->norm.begin(), p->norm.begin() + static_cast<std::ptrdiff_t>(used));
+      const std::vector<double> share(p->share.begin(), p->share.begin() + static_cast<std::ptrdiff_t>(used));
+      paths.push_back(json{num(p->total), numbers(norm), numbers(share)});
+    }
     snapshots.push_back({{"step", s.step}, {"loss", num(s.loss)}, {"value", value}, {"grad", grad},
-                         {"edge_norm", numbers(s.edge_norm)}, {"edge_share", numbers(s.edge_share)}, {"forks", fk}});
+                         {"edge_norm", numbers(s.edge_norm)}, {"edge_share", numbers(s.edge_share)}, {"forks", fk},
+                         {"path_max", s.path_max}, {"paths", paths}, {"paths_note", s.paths_note}});
   }
   // Runs of one model share one layout: each SVG is stored once, in the page's "svgs".
   std::size_t svg = std::find(svgs.begin(), svgs.end(), g.svg) - svgs.begin();
@@ -132,8 +147,25 @@ GraphData graph_from(const json& j, const std::vector<std::string>& svgs) {
     snap.edge_share = numbers_from(s.at("edge_share"));
     for (const json& f : s.at("forks"))
       snap.forks.push_back({num_of(f.at(0)), num_of(f.at(1)), f.at(2), f.at(3)});
+    if (s.contains("paths") && !s.at("paths").is_null()) {  // (a page written before the split has none)
+      snap.path_max = s.at("path_max");
+      for (const json& p : s.at("paths")) {
+        if (p.is_null()) {
+          snap.paths.emplace_back();
+          continue;
+        }
+        NodePaths np{num_of(p.at(0)), numbers_from(p.at(1)), numbers_from(p.at(2))};
+        if (np.norm.empty() || np.norm.size() > snap.path_max + 1 || np.share.size() != np.norm.size())
+          throw std::invalid_argument("a node's path split has " + std::to_string(np.norm.size()) + " lengths, path_max is " +
+                                      std::to_string(snap.path_max));
+        np.norm.resize(snap.path_max + 1, 0.0);  // the k past the list: g_k = 0
+        np.share.resize(snap.path_max + 1, 0.0);
+        snap.paths.push_back(std::move(np));
+      }
+    }
+    if (s.contains("paths_note")) snap.paths_note = s.at("paths_note");
     if (snap.nodes.size() != g.view.nodes.size() || snap.edge_norm.size() != g.view.edges.size() ||
-        snap.forks.size() != g.view.forks.size())
+        snap.forks.size() != g.view.forks.size() || (!snap.paths.empty() && snap.paths.size() != g.view.nodes.size()))
       throw std::invalid_argument("a snapshot's arrays do not match the graph's nodes, edges and forks");
     g.snapshots.push_back(std::move(snap));
   }

@@ -233,7 +233,11 @@ void RunRecorder::record_graph(std::size_t step, const Tape& tape, double loss) 
         run_.graph_note = "Graphviz's dot is not on PATH (apt-get install graphviz): no graph.";
     }
   }
-  if (run_.graph) run_.graph->snapshots.push_back(read_snapshot(tape, *view_, step, loss, options_.bins));
+  if (!run_.graph) return;
+  Snapshot snap = read_snapshot(tape, *view_, step, loss, options_.bins);
+  if (options_.paths) read_paths(tape, snap);
+  else snap.paths_note = "the path split was not computed for this run";
+  run_.graph->snapshots.push_back(std::move(snap));
 }
 
 // The skip and branch parts of the stream's gradient at every residual fork, every step.

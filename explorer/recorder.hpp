@@ -10,6 +10,7 @@
 //   ln_gain       |dL/dx through the norm| / |dL/dy| of the same norm traces (analysis::through_norm)
 //   fork_skip, fork_branch   |skip part| and |branch part| of the gradient at every residual fork
 //   update_ratio  |delta W| / |W| per module group, of the update that followed the pass
+// and at a snapshot, every node's gradient split by path length (one graded sweep, read_paths).
 // Any other named series goes in through run().add_point. The tape needs keep_contributions on
 // during backward at every step (ln_gain and the forks read the contributions).
 //
@@ -54,6 +55,7 @@ struct RecorderOptions {
   std::size_t max_graph_entries = 200;  // above this the run has no graph, only charts (a 4-layer model has 125)
   std::size_t bins = 16;                // histogram bins of each value and gradient
   bool draw = true;                     // run Graphviz's dot for the SVG (off: no graph, noted)
+  bool paths = true;                    // at each snapshot, split every node's gradient by path length (read_paths)
 };
 
 class RunRecorder {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "analysis/path_nodes.hpp"
 #include "engine/tape.hpp"
 #include "engine/tools/inspect.hpp"
 #include "nn/residual_edges.hpp"
@@ -242,6 +243,28 @@ Snapshot read_snapshot(const Tape& tape, const GraphView& graph, std::size_t ste
     s.forks.push_back(fs);
   }
   return s;
+}
+
+void read_paths(const Tape& tape, Snapshot& s) {
+  s.paths.clear();
+  s.path_max = 0;
+  const int root = analysis::last_backward_root(tape);
+  if (root < 0 || tape.entry(root).value.size() != 1) {
+    s.paths_note = "no path split: the tape holds no backward from a scalar loss";
+    return;
+  }
+  std::vector<int> every(tape.size());
+  for (std::size_t i = 0; i < every.size(); ++i) every[i] = static_cast<int>(i);
+  try {
+    const analysis::EntryPaths p = analysis::entry_path_splits(Var(tape, root, tape.generation()), every);
+    s.path_max = p.max_length;
+    for (const std::optional<analysis::PathSplit>& split : p.splits)
+      s.paths.push_back(split ? std::optional<NodePaths>(NodePaths{split->total, split->norm, split->share}) : std::nullopt);
+    s.paths_note.clear();
+  } catch (const Error& e) {  // what the sweep refuses (gradient hooks): said in the panel, not drawn
+    s.paths.clear();
+    s.paths_note = std::string("no path split: ") + e.what();
+  }
 }
 
 }  // namespace gs::explorer

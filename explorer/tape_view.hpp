@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,14 @@ struct ForkStep {
   std::size_t skip_parts = 0, branch_parts = 0;
 };
 
+// A node's gradient g split by path length (analysis/path_nodes.hpp): g = g_0 + ... + g_K, g_k the sum
+// over the paths from the node to the loss through exactly k residual branches (K = 2L).
+struct NodePaths {
+  double total = 0.0;          // |g|, g = sum_k g_k (the ordinary gradient, summed in another order)
+  std::vector<double> norm;    // |g_k|, k = 0 .. K
+  std::vector<double> share;   // <g_k, g> / |g|^2: the share of |g|^2 carried by the paths of length k
+};
+
 struct Snapshot {
   std::size_t step = 0;
   double loss = 0.0;
@@ -113,11 +122,21 @@ struct Snapshot {
   // contributions sum to 1). NaN where no gradient flowed (the input needs none).
   std::vector<double> edge_norm, edge_share;
   std::vector<ForkStep> forks;     // per GraphView::forks
+  // Per GraphView::nodes, when the split was computed (read_paths): its gradient's split by path length,
+  // or none where no gradient reaches the node. Empty when it was not, and paths_note says why.
+  std::vector<std::optional<NodePaths>> paths;
+  std::size_t path_max = 0;        // K, the longest path length counted (the number of branches)
+  std::string paths_note;
 };
 
 // The numbers of the pass on `tape`, whose structure must be `graph`'s (throws gs::Error naming the
 // first entry that differs). Needs keep_contributions on during backward (throws otherwise).
 Snapshot read_snapshot(const Tape& tape, const GraphView& graph, std::size_t step, double loss,
                        std::size_t bins = 16);
+
+// Fills s.paths from one graded sweep of the tape's last backward (analysis::entry_path_splits over
+// every node, its root the last backward's, analysis::last_backward_root), or s.paths_note with why
+// not (no backward on the tape; an entry the sweep refuses, such as one with gradient hooks).
+void read_paths(const Tape& tape, Snapshot& s);
 
 }  // namespace gs::explorer

@@ -88,7 +88,8 @@
     step: 0,          // the scrubber's step (a snapshot step of the shown run)
     selected: -1,     // tape index of the node in the panel (in the shown run's graph)
     folded: {},       // scope -> true
-    scaleMode: 'both'
+    scaleMode: 'both',
+    pathsMeasure: 'share'  // the panel's path-length bars: 'share' or 'norm' (|g_k|)
   };
   const view = { svg: null, top: null, viewport: null, zoom: null, nodes: {}, edges: [], clusters: {}, textLines: {}, scale: null };
   const charts = [];  // {id, chart}
@@ -593,6 +594,7 @@
       '<tr><th>call site</th><td>' + escapeHtml(n.site) + '</td></tr>' +
       '<tr><th>shape</th><td data-k="shape">(' + n.shape.join(', ') + (n.shape.length === 1 ? ',' : '') + ')</td></tr>' +
       '<tr><th>at step</th><td>' + s.step + '</td></tr></table>';
+    html += pathsSection(g, i);
     html += '<h4>value</h4><div data-k="value">' + statsRows(value) + '</div><div class="hist"><canvas id="hist-value"></canvas></div>';
     html += '<h4>gradient dL/d(value)</h4><div data-k="grad">' + statsRows(grad) + '</div>' +
       (grad ? '<div class="hist"><canvas id="hist-grad"></canvas></div>' : '');
@@ -631,7 +633,92 @@
     });
     if (value && value.counts.length) histCharts.push(histogram('hist-value', value, 'value'));
     if (grad && grad.counts.length) histCharts.push(histogram('hist-grad', grad, 'gradient'));
+    if ($('paths-chart')) histCharts.push(pathsChart(g, i));
   }
+
+  // ---- a node's gradient by path length, runs A and B ----
+  // g = g_0 + ... + g_K, g_k the sum over the paths from the node to the loss through exactly k residual
+  // branches; stored per node at every snapshot (analysis/path_nodes.hpp). The node of the other run's
+  // graph is the one with the same module, label and op (the n-th such node for the n-th).
+  function sameNode(g, i, other) {
+    const n = g.nodes[i], same = function (x) { return x.scope === n.scope && x.label === n.label && x.op === n.op; };
+    const rank = g.nodes.slice(0, i).filter(same).length;
+    const matches = other.nodes.filter(same);
+    return rank < matches.length ? matches[rank].i : -1;
+  }
+  // For each of runs A and B: its profile of the node shown (node i of graph g) at the scrubber's step,
+  // or why there is none.
+  function pathProfiles(g, i) {
+    return [['a', state.a], ['b', state.b]].filter(function (r, k) { return r[1] >= 0 && (k === 0 || r[1] !== state.a); }).map(function (r) {
+      const run = DATA.runs[r[1]], og = run.graph, out = { side: r[0], run: r[1], name: run.name, paths: null, why: '' };
+      if (!og || !og.snapshots.length) { out.why = 'no graph in this run'; return out; }
+      const j = og === g ? i : sameNode(g, i, og);
+      if (j < 0) { out.why = 'its graph has no node of this module, label and op'; return out; }
+      const snap = og.snapshots[snapIndex(og, state.step)];
+      out.node = j; out.step = snap.step; out.K = snap.path_max;
+      if (!snap.paths) out.why = snap.paths_note || 'the split was not recorded';
+      else if (!snap.paths[j]) out.why = 'no gradient reaches this node (it needs none, or is on no path from the loss)';
+      else {
+        const p = snap.paths[j], pad = function (v) { const a = v.slice(); while (a.length <= snap.path_max) a.push(0); return a; };
+        out.paths = { total: p[0], norm: pad(p[1]), share: pad(p[2]) };
+        if (!(p[0] > 0)) { out.paths = null; out.why = 'its gradient here is zero: no shares'; }
+      }
+      return out;
+    });
+  }
+  function pathsSection(g, i) {
+    const profiles = pathProfiles(g, i), drawn = profiles.filter(function (p) { return p.paths; });
+    const K = Math.max.apply(null, profiles.map(function (p) { return p.K || 0; }));
+    let html = '<h4>its gradient by path length, A and B</h4><div data-k="paths">';
+    profiles.forEach(function (p) {
+      html += '<div class="paths-run" data-side="' + p.side + '" data-run="' + p.run + '" data-drawn="' + (p.paths ? 1 : 0) + '">' +
+        '<span class="swatch ' + p.side + '"></span>' + p.side.toUpperCase() + ': ' + escapeHtml(p.name) +
+        (p.paths ? ', step ' + p.step + ', |g| ' + fmt(p.paths.total) + ', share of k = 0: <b data-k="share0">' + fmt(p.paths.share[0]) + '</b>'
+          : ': <i>' + escapeHtml(p.why) + '</i>') + '</div>';
+    });
+    if (drawn.length) {
+      html += '<p class="muted paths-caption">k: the number of residual branches a path from the loss to this node goes through (0: the skip path alone; ' +
+        K + ' branches in all). share = &lt;g_k, g&gt; / |g|², the share of |g|² carried by the paths through exactly k branches; ' +
+        'a run\'s shares sum to 1 (one is negative where paths of that length cancel others).</p>' +
+        '<div class="paths-measure"><label><input type="radio" name="paths-measure" value="share"' + (state.pathsMeasure !== 'norm' ? ' checked' : '') +
+        '> share</label> <label><input type="radio" name="paths-measure" value="norm"' + (state.pathsMeasure === 'norm' ? ' checked' : '') +
+        '> |g_k| (log)</label></div><div class="paths-box"><canvas id="paths-chart"></canvas></div>';
+    }
+    return html + '</div>';
+  }
+  // Both runs' bars over k on one y axis (Chart.js).
+  function pathsChart(g, i) {
+    const profiles = pathProfiles(g, i).filter(function (p) { return p.paths; }), norm = state.pathsMeasure === 'norm';
+    const K = Math.max.apply(null, profiles.map(function (p) { return p.K; }));
+    const labels = [];
+    for (let k = 0; k <= K; ++k) labels.push(String(k));
+    const chart = new Chart($('paths-chart'), {
+      type: 'bar',
+      data: { labels: labels, datasets: profiles.map(function (p) {
+        return { label: p.side.toUpperCase() + ': ' + p.name, side: p.side, run: p.run, node: p.node, step: p.step,
+          data: (norm ? p.paths.norm : p.paths.share).map(function (v) { return norm && !(v > 0) ? null : v; }),
+          backgroundColor: p.side === 'a' ? '#d62728' : '#1f77b4' };
+      }) },
+      options: {
+        animation: false, responsive: true, maintainAspectRatio: false,
+        plugins: { legend: { display: false },
+          tooltip: { callbacks: { label: function (c) {
+            const p = profiles[c.datasetIndex].paths;
+            return c.dataset.label + ': share ' + fmt(p.share[c.dataIndex]) + ', |g_k| ' + fmt(p.norm[c.dataIndex]);
+          } } } },
+        scales: { x: { title: { display: true, text: 'k, branches on the path' }, ticks: { font: { size: 9 } } },
+          y: norm ? { type: 'logarithmic', title: { display: true, text: '|g_k|' }, ticks: { font: { size: 9 },
+            callback: function (v) { return Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9 ? fmt(v) : ''; } } }
+            : { title: { display: true, text: 'share of |g|²' }, ticks: { font: { size: 9 } } } }
+      }
+    });
+    document.querySelectorAll('input[name="paths-measure"]').forEach(function (r) {
+      r.onchange = function () { state.pathsMeasure = r.value; drawPanel(); };
+    });
+    pathView.chart = chart;
+    return chart;
+  }
+  const pathView = { chart: null };
   function histogram(canvas, st, what) {
     const bins = st.counts.length, w = (st.max - st.min) / bins;
     const labels = st.counts.map(function (_, k) { return fmt3(st.min + (k + 0.5) * w); });
@@ -861,6 +948,31 @@
         return '<td class="num" data-run="' + i + '" data-fact="head KL(u || p)">' + fmt(verdictOf(DATA.runs[i]).kl, 3) + '</td>';
       }], verdictRow]),
       { a: A, b: B, shown: 'a', step: last, open: topBlock, node: forkOf(ga, topBlock) });
+    // The usual explanation's identity path: how much of the gradient at block 0's input (the embedding
+    // output "emb", the stream's input) comes along the skip path alone, k = 0, in A and in B.
+    const embOf = function (g) { return g ? g.nodes.findIndex(function (n) { return n.label === 'emb' && n.scope === ''; }) : -1; };
+    const pathCell = function (i, step, what) {  // share of k = 0, or |g| (the split's total), of run i's emb at `step`
+      const g = DATA.runs[i].graph, j = embOf(g), snap = g ? g.snapshots.find(function (x) { return x.step === step; }) : null;
+      const p = snap && snap.paths && j >= 0 ? snap.paths[j] : null;
+      return '<td class="num" data-run="' + i + '" data-paths="' + what + '" data-node="' + j + '" data-at="' + step + '">' +
+        fmt(p ? (what === 'share0' ? p[2][0] : p[0]) : null) + '</td>';
+    };
+    const hasPaths = function (i) {
+      const g = DATA.runs[i].graph, j = embOf(g);
+      return j >= 0 && g.snapshots.length && g.snapshots[0].paths && g.snapshots[0].paths[j];
+    };
+    if (rb && embOf(ga) >= 0 && hasPaths(A) && hasPaths(B) && rb.graph.snapshots.some(function (x) { return x.step === steps[0]; }) &&
+        rb.graph.snapshots.some(function (x) { return x.step === last; })) {
+      add('The usual explanation: the identity path', ['measurement'],
+        '<p>Pre-LN\'s skip path hands block 0\'s input (<i>emb</i>, the stream\'s input) the top\'s gradient unchanged, by definition; ' +
+        'Post-LN\'s goes through every LN. But does the gradient come along it? Split emb\'s g by the number k of branches its paths ' +
+        'go through: the share of k = 0, &lt;g_0, g&gt; / |g|², is what the skip path alone carries. Every k: the panel; the split: ' +
+        '<code>docs/gradient-paths.md</code>.</p>' +
+        table([['share of k = 0 at emb, step ' + steps[0], function (i) { return pathCell(i, steps[0], 'share0'); }],
+          ['|g| at emb, step ' + steps[0], function (i) { return pathCell(i, steps[0], 'total'); }],
+          ['share of k = 0 at emb, step ' + last, function (i) { return pathCell(i, last, 'share0'); }]]),
+        { a: A, b: B, shown: 'a', step: steps[0], open: bottom, node: embOf(ga) });
+    }
     // Not the cause: the gradient that vanishes through Post-LN's LNs, given back by ln-undo-gain.
     const undo = DATA.runs.findIndex(function (r) { return /ln-undo-gain/.test(r.name) && r.name.split(',')[0] === ra.name.split(',')[0] && r.graph; });
     if (undo >= 0) {
@@ -999,7 +1111,7 @@
   window.gradscopeExplorer = {
     DATA: DATA, state: state, view: view, charts: charts, tour: tour, verdictOf: verdictOf, doTour: doTour, fmt: fmt, fmt3: fmt3, stats: stats, READABLE: READABLE,
     select: select, fold: fold, unfold: unfold, showStep: showStep, setStep: setStep, currentScale: currentScale, cardLines: cardLines,
-    snapshot: snapshot, graphShown: graphShown, shownIndex: shownIndex
+    snapshot: snapshot, graphShown: graphShown, shownIndex: shownIndex, pathView: pathView, pathProfiles: pathProfiles, sameNode: sameNode
   };
   if (location.hash === '#selfcheck' && window.gradscopeSelfcheck) window.gradscopeSelfcheck(window.gradscopeExplorer);
 })();

@@ -215,6 +215,42 @@ window.gradscopeSelfcheck = function (E) {
     a.value = post; a.dispatchEvent(new Event('change'));
   });
 
+  // 5b. A node's gradient by path length: the panel draws runs A's and B's profiles as bars on one axis,
+  // each the data's shares of the same node (by module, label and op) at the step.
+  attempt('path profile', function () {
+    const a = $('run-a'), b = $('run-b');
+    const post = D.runs.findIndex(function (r) { return r.name === 'post, warmup 0'; });
+    const pre = D.runs.findIndex(function (r) { return r.name === 'pre, warmup 0'; });
+    a.value = post; a.dispatchEvent(new Event('change'));
+    b.value = pre; b.dispatchEvent(new Event('change'));
+    click($('show-a'));
+    const gp = D.runs[post].graph, gq = D.runs[pre].graph;
+    const i = gp.nodes.findIndex(function (n) { return n.label === 'emb'; });
+    click(E.view.nodes[i].querySelector('text') || E.view.nodes[i]);
+    const drawn = document.querySelectorAll('#panel [data-k="paths"] .paths-run[data-drawn="1"]');
+    check('paths: the panel draws the profile of both runs', drawn.length === 2 && !!E.pathView.chart &&
+      E.pathView.chart.data.datasets.length === 2, drawn.length + ' runs drawn');
+    const chart = E.pathView.chart, j = E.sameNode(gp, i, gq);
+    check('paths: B\'s node is the same node', j >= 0 && gq.nodes[j].label === 'emb', 'node ' + j);
+    let same = true, why = '';
+    [[post, gp, i], [pre, gq, j]].forEach(function (r, k) {
+      const snap = r[1].snapshots[snapOf(r[1])], p = snap.paths[r[2]], set = chart.data.datasets[k];
+      const want = p[2].slice();
+      while (want.length <= snap.path_max) want.push(0);
+      if (set.run !== r[0] || set.data.length !== want.length || set.data.some(function (v, x) { return v !== want[x]; })) { same = false; why = 'run ' + r[0] + ' bars ' + set.data; }
+      const text = drawn[k].querySelector('[data-k="share0"]').textContent;
+      if (text !== E.fmt(p[2][0])) { same = false; why = 'share of k = 0 shown ' + text + ', data ' + E.fmt(p[2][0]); }
+      const sum = p[2].reduce(function (x, y) { return x + y; }, 0);
+      if (Math.abs(sum - 1) > 1e-3) { same = false; why = 'shares sum to ' + sum; }
+    });
+    check('paths: each run\'s bars are its stored shares, and they sum to 1', same, why);
+    const axes = Object.keys(chart.scales).sort().join(',');
+    check('paths: both runs on one y axis', axes === 'x,y' && chart.data.datasets.every(function (d) { return !d.yAxisID || d.yAxisID === 'y'; }),
+      'axes ' + axes);
+    check('paths: a caption says what k and the share are', /residual branches/.test($('panel').textContent) && /sum to 1/.test($('panel').textContent),
+      'no caption');
+  });
+
   // 6. The chain (the tour): each link sets the run, step and node it names, opens its block with the
   // others folded, names its evidence, and shows numbers that are the data's.
   attempt('tour', function () {
@@ -253,6 +289,14 @@ window.gradscopeSelfcheck = function (E) {
         const r = D.runs[+td.getAttribute('data-run')], f = r.facts.find(function (x) { return x[0] === 'verdict'; });
         cells++;
         if (!f || td.textContent !== f[1]) { same = false; why = 'verdict ' + td.textContent; }
+      });
+      li.querySelectorAll('td[data-paths]').forEach(function (td) {
+        const r = D.runs[+td.getAttribute('data-run')], at = +td.getAttribute('data-at');
+        const snap = r.graph.snapshots.find(function (x) { return x.step === at; });
+        const p = snap && snap.paths ? snap.paths[+td.getAttribute('data-node')] : null;
+        const v = p ? (td.getAttribute('data-paths') === 'share0' ? p[2][0] : p[0]) : null;
+        cells++;
+        if (v === null || td.textContent !== E.fmt(v)) { same = false; why = 'paths ' + td.textContent + ' vs ' + E.fmt(v); }
       });
       check('chain ' + (k + 1) + ': its numbers are the data\'s', cells > 0 && same, cells + ' numbers; ' + why);
     });

@@ -5,7 +5,8 @@
 // for both runs and the control that steps through the chain, all without scrolling), the table of
 // blocks beside the graph and not over it, no JavaScript error, the default pair of runs in the menus,
 // readable labels, the step kept across run switches, each link of the chain doing what it says, and
-// the ln-undo-gain run judged against the frozen-blocks baseline as its own numbers say.
+// the ln-undo-gain run judged against the frozen-blocks baseline as its own numbers say, and the identity
+// path's share and a node's path-length profile for both runs.
 //
 //   node tests/browser/explorer_clicks.mjs PAGE.html
 //
@@ -188,6 +189,61 @@ try {
     await page.click('#chain-buttons button:nth-child(1)');
   } else {
     check('ln-undo-gain: the page has its link', false, 'no link names ln-undo-gain');
+  }
+
+  // 1f. The identity-path link: its share of k = 0 at emb for runs A and B is the data's; its node's panel
+  // draws both runs' path-length profiles. Then a real click on another node on screen: its panel draws
+  // them too, on one axis.
+  const identityLink = page.locator('#tour li', { hasText: 'the identity path' }).first();
+  if (await identityLink.count()) {
+    await identityLink.click();
+    const id = await page.evaluate(() => {
+      const E = window.gradscopeExplorer, li = document.querySelector('#tour li.active');
+      const cells = Array.from(li.querySelectorAll('td[data-paths="share0"][data-at="' + li.dataset.step + '"]')).map((td) => {
+        const run = E.DATA.runs[+td.dataset.run], snap = run.graph.snapshots.find((x) => x.step === +td.dataset.at);
+        const p = snap.paths[+td.dataset.node];
+        return { run: run.name, node: run.graph.nodes[+td.dataset.node].label, shown: td.textContent, data: p ? E.fmt(p[2][0]) : null };
+      });
+      return { evidence: li.dataset.evidence, cells, drawn: document.querySelectorAll('#panel .paths-run[data-drawn="1"]').length,
+        sets: E.pathView.chart ? E.pathView.chart.data.datasets.length : 0, title: document.querySelector('#panel [data-k="title"]').textContent };
+    });
+    check('identity path: its link is tagged measurement', id.evidence === 'measurement', id.evidence);
+    check('identity path: it shows the share of k = 0 at emb for post and pre, the data\'s numbers',
+      id.cells.length === 2 && id.cells[0].run === 'post, warmup 0' && id.cells[1].run === 'pre, warmup 0' &&
+      id.cells.every((c) => c.node === 'emb' && c.data !== null && c.shown === c.data), JSON.stringify(id.cells));
+    check('identity path: the panel shows emb with both runs\' profiles drawn', / emb$/.test(id.title) && id.drawn === 2 && id.sets === 2,
+      id.title + ': ' + id.drawn + ' drawn, ' + id.sets + ' bar sets');
+    // a node of the open block, on screen, clicked with the mouse
+    const target = await page.evaluate(() => {
+      const E = window.gradscopeExplorer, g = E.graphShown(), box = document.getElementById('graph').getBoundingClientRect();
+      const s = E.snapshot();
+      for (const n of g.nodes) {
+        const el = E.view.nodes[n.i];
+        if (!el || el.style.display === 'none' || !s.paths || !s.paths[n.i] || n.label === 'emb' || n.i === E.state.selected) continue;
+        const r = el.getBoundingClientRect(), x = r.left + r.width / 2, y = r.top + r.height / 2;
+        if (x > box.left + 5 && x < box.right - 5 && y > box.top + 30 && y < box.bottom - 5 && document.elementFromPoint(x, y) &&
+            el.contains(document.elementFromPoint(x, y))) return { i: n.i, x, y };
+      }
+      return null;
+    });
+    check('paths: a node with a gradient is on screen to click', !!target, 'none');
+    if (target) {
+      await page.mouse.click(target.x, target.y);
+      const pv = await page.evaluate(() => {
+        const E = window.gradscopeExplorer, c = E.pathView.chart, canvas = document.getElementById('paths-chart');
+        return { title: document.querySelector('#panel [data-k="title"]').textContent,
+          drawn: Array.from(document.querySelectorAll('#panel .paths-run[data-drawn="1"]')).map((d) => d.dataset.side).join(','),
+          axes: c ? Object.keys(c.scales).sort().join(',') : '', sets: c ? c.data.datasets.map((d) => d.side).join(',') : '',
+          w: canvas ? canvas.getBoundingClientRect().width : 0, caption: (document.querySelector('#panel .paths-caption') || {}).textContent || '' };
+      });
+      check('paths: clicking node #' + target.i + ' opens its panel', pv.title.startsWith('#' + target.i + ' '), pv.title);
+      check('paths: its panel draws A\'s and B\'s profiles on one y axis', pv.drawn === 'a,b' && pv.sets === 'a,b' && pv.axes === 'x,y' && pv.w > 100,
+        JSON.stringify(pv));
+      check('paths: the caption says what k and the share are', /residual branches/.test(pv.caption) && /sum to 1/.test(pv.caption), pv.caption);
+    }
+    await page.click('#chain-buttons button:nth-child(1)');
+  } else {
+    check('identity path: the page has its link', false, 'no link names the identity path');
   }
 
   // 2. Labels of the graph on screen at the default zoom: at least 11 px tall as rendered.
