@@ -14,6 +14,44 @@ int last_backward_root(const Tape& tape) {
   return -1;
 }
 
+namespace {
+
+// reached[i]: a gradient flows from the loss into entry i, as graded_backward sends it: down from the
+// root through every entry's backward rule into its inputs that need a gradient. [lo[i], hi[i]]: the
+// fewest and most branch-out edges on such a path; g_k of entry i is 0 for every k outside it (no path
+// of that length), so path_split is given only the coefficients inside.
+struct LengthBounds {
+  std::vector<bool> reached;
+  std::vector<std::size_t> lo, hi;
+};
+
+LengthBounds length_bounds(const Tape& tape, const Var& loss, const std::vector<TapeEdge>& edges) {
+  const auto u = [](int i) { return static_cast<std::size_t>(i); };
+  const std::size_t n = tape.size();
+  LengthBounds b{std::vector<bool>(n, false), std::vector<std::size_t>(n, edges.size()), std::vector<std::size_t>(n, 0)};
+  std::vector<std::vector<bool>> marked(n);
+  for (const TapeEdge& edge : edges) {
+    marked[u(edge.entry)].resize(tape.entry(edge.entry).inputs.size(), false);
+    marked[u(edge.entry)][edge.input] = true;
+  }
+  b.reached[u(loss.index())] = true, b.lo[u(loss.index())] = 0;
+  for (int i = loss.index(); i >= 0; --i) {
+    const Entry& e = tape.entry(i);
+    if (!b.reached[u(i)] || !e.backward) continue;
+    for (std::size_t k = 0; k < e.inputs.size(); ++k) {
+      const int in = e.inputs[k];
+      if (!tape.entry(in).requires_grad) continue;
+      const std::size_t up = k < marked[u(i)].size() && marked[u(i)][k] ? 1 : 0;
+      b.reached[u(in)] = true;
+      b.lo[u(in)] = std::min(b.lo[u(in)], std::min(b.lo[u(i)] + up, edges.size()));
+      b.hi[u(in)] = std::max(b.hi[u(in)], std::min(b.hi[u(i)] + up, edges.size()));
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
 EntryPaths entry_path_splits(const Var& loss, const std::vector<int>& entries, Site site) {
   const Tape& tape = loss.tape(site);
   const int n = static_cast<int>(tape.size());
@@ -21,31 +59,11 @@ EntryPaths entry_path_splits(const Var& loss, const std::vector<int>& entries, S
     if (i < 0 || i >= n)
       fail("entry_path_splits", site, "tape index " + std::to_string(i) + " is not on the tape (size " + std::to_string(n) + ")");
   const std::vector<TapeEdge> edges = branch_out_edges(tape);
-  // reached[i]: a gradient flows from the loss into entry i, as graded_backward sends it: down from the
-  // root through every entry's backward rule into its inputs that need a gradient. [lo[i], hi[i]]: the
-  // fewest and most branch-out edges on such a path; g_k of entry i is 0 for every k outside it (no path
-  // of that length), so path_split is given only the coefficients inside.
+  const LengthBounds bounds = length_bounds(tape, loss, edges);
   const auto u = [](int i) { return static_cast<std::size_t>(i); };
-  std::vector<bool> reached(u(n), false);
-  std::vector<std::size_t> lo(u(n), edges.size()), hi(u(n), 0);
-  std::vector<std::vector<bool>> marked(u(n));
-  for (const TapeEdge& edge : edges) {
-    marked[u(edge.entry)].resize(tape.entry(edge.entry).inputs.size(), false);
-    marked[u(edge.entry)][edge.input] = true;
-  }
-  reached[u(loss.index())] = true, lo[u(loss.index())] = 0;
-  for (int i = loss.index(); i >= 0; --i) {
-    const Entry& e = tape.entry(i);
-    if (!reached[u(i)] || !e.backward) continue;
-    for (std::size_t k = 0; k < e.inputs.size(); ++k) {
-      const int in = e.inputs[k];
-      if (!tape.entry(in).requires_grad) continue;
-      const std::size_t up = k < marked[u(i)].size() && marked[u(i)][k] ? 1 : 0;
-      reached[u(in)] = true;
-      lo[u(in)] = std::min(lo[u(in)], std::min(lo[u(i)] + up, edges.size()));
-      hi[u(in)] = std::max(hi[u(in)], std::min(hi[u(i)] + up, edges.size()));
-    }
-  }
+  const std::vector<bool>& reached = bounds.reached;
+  const std::vector<std::size_t>& lo = bounds.lo;
+  const std::vector<std::size_t>& hi = bounds.hi;
   std::vector<Var> wanted;
   for (int i : entries)
     if (reached[u(i)]) wanted.emplace_back(tape, i, tape.generation());
