@@ -190,14 +190,19 @@ window.gradscopeSelfcheck = function (E) {
     check('ladder: each cell shows its fork\'s skip | branch from the data', same, 'a cell differs');
   });
 
-  // 5. The graph's A/B toggle keeps the step, the folds and the zoom.
-  attempt('toggle keeps the view', function () {
-    const a = $('run-a'), b = $('run-b');
+  // Picks Post-LN without warmup as run A and Pre-LN without warmup as run B, and shows run A.
+  function postAndPre() {
     const post = D.runs.findIndex(function (r) { return r.name === 'post, warmup 0'; });
     const pre = D.runs.findIndex(function (r) { return r.name === 'pre, warmup 0'; });
-    a.value = post; a.dispatchEvent(new Event('change'));
-    b.value = pre; b.dispatchEvent(new Event('change'));
+    $('run-a').value = post; $('run-a').dispatchEvent(new Event('change'));
+    $('run-b').value = pre; $('run-b').dispatchEvent(new Event('change'));
     click($('show-a'));
+    return { post: post, pre: pre };
+  }
+
+  // 5. The graph's A/B toggle keeps the step, the folds and the zoom.
+  attempt('toggle keeps the view', function () {
+    const a = $('run-a'), runs = postAndPre(), post = runs.post, pre = runs.pre;
     const g = D.runs[post].graph, k = g.snapshots.length - 2;
     $('step').value = k; $('step').dispatchEvent(new Event('input'));
     const step = E.state.step, scale = E.view.zoom.scale(), t = E.view.zoom.translate().slice();
@@ -218,12 +223,7 @@ window.gradscopeSelfcheck = function (E) {
   // 5b. A node's gradient by path length: the panel draws runs A's and B's profiles as bars on one axis,
   // each the data's shares of the same node (by module, label and op) at the step.
   attempt('path profile', function () {
-    const a = $('run-a'), b = $('run-b');
-    const post = D.runs.findIndex(function (r) { return r.name === 'post, warmup 0'; });
-    const pre = D.runs.findIndex(function (r) { return r.name === 'pre, warmup 0'; });
-    a.value = post; a.dispatchEvent(new Event('change'));
-    b.value = pre; b.dispatchEvent(new Event('change'));
-    click($('show-a'));
+    const a = $('run-a'), runs = postAndPre(), post = runs.post, pre = runs.pre;
     const gp = D.runs[post].graph, gq = D.runs[pre].graph;
     const i = gp.nodes.findIndex(function (n) { return n.label === 'emb'; });
     click(E.view.nodes[i].querySelector('text') || E.view.nodes[i]);
