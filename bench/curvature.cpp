@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   experiments::add_flag(ex.app, "--reps", reps, "repetitions of the timed gradient and hvp (the median is reported)",
                         experiments::Whole{1});
   experiments::add_flag(ex.app, "--tolerance", tolerance, "Lanczos's tolerance: residual <= tolerance * |lambda|",
-                        experiments::Real::within(1e-12, 0.5));
+                        experiments::RealRange::within(1e-12, 0.5));
   experiments::add_flag(ex.app, "--adam-steps", adam_steps, "Adam steps before the preconditioned lambda_max",
                         experiments::Whole{1});
   return ex.main(argc, argv, [&] {

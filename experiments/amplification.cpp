@@ -313,7 +313,7 @@ int main(int argc, char** argv) {
   double eps = 1e-6;
   std::size_t batches = 1;
   add_flag(ex.app, "--depths", depths, "depths L to measure (comma-separated, at least two)", Whole{1});
-  add_flag(ex.app, "--eps", eps, "perturbation size: eps * rms(W) * N(0,1), and -eps * sign(dL/dW)", Real::above(0));
+  add_flag(ex.app, "--eps", eps, "perturbation size: eps * rms(W) * N(0,1), and -eps * sign(dL/dW)", RealRange::above(0));
   add_flag(ex.app, "--batches", batches, "batches per seed the amplification is averaged over", Whole{1});
   describe(ex.app, "--layers", "depth of the --dump model (the measurements use --depths)");
   describe(ex.app, "--dump", "write the unperturbed model of --placement, --layers and --seed at init, "

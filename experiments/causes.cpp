@@ -633,7 +633,7 @@ int main(int argc, char** argv) {
   ex.placements = {"post", "pre"};
   ex.seeds = 5;
   CausesOptions o;
-  add_flag(ex.app, "--lr", o.lr, "the learning rate of every row (constant after any warmup)", Real::above(0));
+  add_flag(ex.app, "--lr", o.lr, "the learning rate of every row (constant after any warmup)", RealRange::above(0));
   add_training_flags(ex.app, o, {"--steps", "--eval-batches", "--margin", "--window"});
   describe(ex.app, "--margin", "verdict margin in nats (as in warmup; also for 'beat frozen')");
   describe(ex.app, "--window", "the last steps over which g0/gL, LN-in RMS, LN gain and b0 |g|/eps are averaged");
@@ -642,13 +642,13 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--hold", o.hold, "the hold row's N: steps at lr 0 that update Adam's moments",
            Whole{0, Whole::no_max, "0: none"});
   add_flag(ex.app, "--adam-beta2", o.beta2, "the beta2 rows' beta2, of Adam and of RAdam (every other row: 0.98)",
-           Real::within(0, 1 - 1e-9));
-  add_flag(ex.app, "--sgd-lr", o.sgd_lr, "the SGD rows' learning rate (SGD with momentum 0.9, constant)", Real::above(0));
-  add_flag(ex.app, "--clamp", o.clamp, "the clamp row's C: each branch at most C times its skip's RMS", Real::above(0));
-  add_flag(ex.app, "--branch-scale", o.branch_scale, "the scale row's K: each branch times K", Real::above(0));
+           RealRange::within(0, 1 - 1e-9));
+  add_flag(ex.app, "--sgd-lr", o.sgd_lr, "the SGD rows' learning rate (SGD with momentum 0.9, constant)", RealRange::above(0));
+  add_flag(ex.app, "--clamp", o.clamp, "the clamp row's C: each branch at most C times its skip's RMS", RealRange::above(0));
+  add_flag(ex.app, "--branch-scale", o.branch_scale, "the scale row's K: each branch times K", RealRange::above(0));
   add_flag(ex.app, "--control-steps", o.control_steps, "the clamp and scale rows' N: the first steps they act on", Whole{0});
   add_flag(ex.app, "--group-warmup", o.group_warmup, "the per-group warmup rows' length W", Whole{1});
-  add_flag(ex.app, "--boost", o.boost, "the oversized-steps row's M: the lr times M for its first steps", Real::above(0));
+  add_flag(ex.app, "--boost", o.boost, "the oversized-steps row's M: the lr times M for its first steps", RealRange::above(0));
   add_flag(ex.app, "--boost-steps", o.boost_steps, "the oversized-steps row's N", Whole{0});
   add_flag(ex.app, "--reset-step", o.reset_step,
            "the reset, graft, transplant and rewarm rows' step S (below --steps); also a column of the collapse table",

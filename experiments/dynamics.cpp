@@ -655,7 +655,7 @@ int main(int argc, char** argv) {
   ex.placements = {"post", "pre"};
   DynamicsOptions o;
   add_flag(ex.app, "--warmups", o.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)", Whole{0});
-  add_flag(ex.app, "--lr", o.lr, "peak learning rate (Adam(0.9, 0.98); constant after the warmup)", Real::above(0));
+  add_flag(ex.app, "--lr", o.lr, "peak learning rate (Adam(0.9, 0.98); constant after the warmup)", RealRange::above(0));
   add_training_flags(ex.app, o, {"--steps", "--eval-batches", "--clip", "--margin"});
   describe(ex.app, "--steps", "training steps recorded");
   add_flag(ex.app, "--early", o.early, "link 1: the max output move is taken over steps 1..early", Whole{1});

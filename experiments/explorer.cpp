@@ -28,7 +28,7 @@
 
 using namespace gs::explorer;
 using gs::experiments::add_flag;
-using gs::experiments::Real;
+using gs::experiments::RealRange;
 using gs::experiments::Whole;
 
 namespace {
@@ -90,13 +90,13 @@ int main(int argc, char** argv) {
            "PLACEMENT:WARMUP[:CHANGE] runs to train (comma-separated; empty: none); CHANGE: radam, or an "
            "intervention of `causes` in every block (ln-undo-gain, ln-detach-stats, detach-skip, detach-branch, freeze-ln)");
   add_flag(app, "--steps", o.steps, "training steps per run", Whole{0, Whole::no_max, "0: the pass at initialization only"});
-  add_flag(app, "--lr", o.lr, "peak learning rate of Adam(0.9, 0.98)", Real::above(0));
+  add_flag(app, "--lr", o.lr, "peak learning rate of Adam(0.9, 0.98)", RealRange::above(0));
   add_flag(app, "--layers", o.model.layers, "blocks (above about 6 the graph has too many entries to draw)", Whole{1});
   add_flag(app, "--d-model", o.model.d_model, "model width", Whole{1});
   add_flag(app, "--heads", o.model.heads, "attention heads (must divide --d-model)", Whole{1});
   add_flag(app, "--d-ff", o.model.d_ff, "feed-forward width", Whole{0, Whole::no_max, "0: 4 x --d-model"});
   add_flag(app, "--margin", o.margin, "verdict margin in nats: a run beats frozen blocks below their loss minus this "
-           "(as causes' \"beat frozen\")", Real::above(0));
+           "(as causes' \"beat frozen\")", RealRange::above(0));
   add_flag(app, "--seed", o.model.seed, "initialisation, corpus and batch seed", Whole{0});
   add_flag(app, "--jobs", o.jobs, "runs trained at once", Whole{1, gs::experiments::max_jobs()});
 

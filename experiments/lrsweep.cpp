@@ -371,12 +371,12 @@ int main(int argc, char** argv) {
   OptimizerSetup opt;
   add_flag(ex.app, "--variants", so.variants, "recipes: a placement with options joined by '+': qk (qk-norm layer), "
            "qkrms, z (z-loss --z-coef), warmup (--warmup steps), gi (GI-Adam), e.g. out+qk");
-  add_flag(ex.app, "--lrs", so.lrs, "peak learning rates (comma-separated)", Real::above(0));
+  add_flag(ex.app, "--lrs", so.lrs, "peak learning rates (comma-separated)", RealRange::above(0));
   add_training_flags(ex.app, so, {"--steps", "--eval-batches"});
   describe(ex.app, "--steps", "training steps per run (warmup, then a cosine decay to 0.1 lr)");
   describe(ex.app, "--eval-batches", "held-out batches averaged for the losses at init and at the end");
   add_flag(ex.app, "--warmup", so.warmup, "linear-warmup steps of the +warmup variants", Whole{0});
-  add_flag(ex.app, "--z-coef", so.z_coef, "C of the +z variants' z-loss", Real::above(0));
+  add_flag(ex.app, "--z-coef", so.z_coef, "C of the +z variants' z-loss", RealRange::above(0));
   add_optimizer_flags(ex.app, opt, false);
   describe(ex.app, "--seeds", "seeds per (variant, lr): the sensitivity is computed per seed, then mean ± std");
   describe(ex.app, "--vocab", "vocabulary of the Markov corpus");

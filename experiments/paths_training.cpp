@@ -309,7 +309,7 @@ int main(int argc, char** argv) {
   Options o;
   o.steps = 100;
   add_flag(ex.app, "--warmups", o.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)", Whole{0});
-  add_flag(ex.app, "--lr", o.lr, "peak learning rate (constant after the warmup)", Real::above(0));
+  add_flag(ex.app, "--lr", o.lr, "peak learning rate (constant after the warmup)", RealRange::above(0));
   add_training_flags(ex.app, o, {"--steps", "--eval-batches", "--clip"});
   add_flag(ex.app, "--profile-steps", o.profile_steps, "the steps measured (after that many updates; 0: at "
            "initialization): 0,1,2,5 or 0-10 or 0:100:10, none past --steps");

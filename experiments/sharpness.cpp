@@ -251,14 +251,14 @@ int main(int argc, char** argv) {
   ex.placements = {"post", "pre"};
   ex.dump_at_init = false;
   SharpnessOptions go;
-  add_flag(ex.app, "--lrs", go.lrs, "peak learning rates (comma-separated)", Real::above(0));
+  add_flag(ex.app, "--lrs", go.lrs, "peak learning rates (comma-separated)", RealRange::above(0));
   add_flag(ex.app, "--warmups", go.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)", Whole{0});
   add_training_flags(ex.app, go, {"--steps", "--eval-batches", "--margin"});
   add_flag(ex.app, "--every", go.every, "measure the curvature at step 0 and every this many steps", Whole{1});
   add_flag(ex.app, "--lanczos-iterations", go.lanczos.max_iterations,
            "Lanczos: Hessian-vector products at most per lambda_max (each costs two gradients)", Whole{1, 10000});
   add_flag(ex.app, "--tolerance", go.lanczos.tolerance, "Lanczos: converged when |A y - lambda y| <= tolerance * |lambda|",
-           Real::within(1e-12, 0.5));
+           RealRange::within(1e-12, 0.5));
   add_corpus_flags(ex.app, go.corpus, false);
   describe(ex.app, "--dump", "write the model of the model flags at init, its gradients on the dump batch of --seed, and "
                              "lambda_max.npy, the top eigenvalue of H of that batch's loss (Lanczos at the flags above); as train's --dump, "

@@ -368,7 +368,7 @@ int main(int argc, char** argv) {
   add_flag(ex.app, "--layers-list", depths, "depths to measure, e.g. 4,12 (instead of --layers)", Whole{1});
   add_flag(ex.app, "--steps", steps, "Adam(0.9, 0.98) steps to train before measuring",
            Whole{0, Whole::no_max, "0: measure at initialization"});
-  add_flag(ex.app, "--lr", lr, "learning rate of those steps", Real::above(0));
+  add_flag(ex.app, "--lr", lr, "learning rate of those steps", RealRange::above(0));
   add_flag(ex.app, "--warmup", warmup, "linear warmup steps of those steps", Whole{0});
   describe(ex.app, "--placements", "placements to compare, e.g. post,pre (instead of --placement)");
   describe(ex.app, "--dump", "write the first seed's model of each placement and depth (after --steps) with its "

@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   experiments::Experiment ex("tape_demo",
                              "tape_demo: one forward and backward pass of a tiny network, with its tape listing");
   double lr = 0.1;
-  experiments::add_flag(ex.app, "--lr", lr, "learning rate of the one SGD step shown at the end", experiments::Real::above(0));
+  experiments::add_flag(ex.app, "--lr", lr, "learning rate of the one SGD step shown at the end", experiments::RealRange::above(0));
   std::string graph;
   experiments::add_flag(ex.app, "--graph", graph, "also draw the tape, with the gradient norm on every edge, into this "
                         "file: .svg or .png (needs Graphviz's dot), else DOT text");

@@ -433,14 +433,14 @@ void add_train_flags(Experiment& ex, TrainOptions& o) {
   add_training_flags(ex.app, o, {"--steps", "--clip", "--eval-batches"});
   describe(ex.app, "--steps", "total training steps (a resumed run continues up to this)");
   describe(ex.app, "--eval-batches", "validation batches averaged per evaluation");
-  add_flag(ex.app, "--lr", o.lr, "peak learning rate", Real::above(0));
+  add_flag(ex.app, "--lr", o.lr, "peak learning rate", RealRange::above(0));
   add_flag(ex.app, "--warmup", o.warmup, "linear warmup steps", Whole{0});
   add_flag(ex.app, "--schedule", o.schedule, "learning-rate schedule (cosine: to 0.1 lr at --schedule-steps)",
            one_of({"constant", "warmup", "inverse_sqrt", "inverse-sqrt", "rsqrt", "cosine"}));
   add_flag(ex.app, "--schedule-steps", o.schedule_steps, "the schedule's length N: cosine decays to 0.1 lr at step N",
            Whole{0, Whole::no_max, "0: --steps"});
   add_optimizer_flags(ex.app, o.opt, true);
-  add_flag(ex.app, "--weight-decay", o.opt.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay", Real::at_least(0));
+  add_flag(ex.app, "--weight-decay", o.opt.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay", RealRange::at_least(0));
   add_corpus_flags(ex.app, o.corpus, true);
   add_flag(ex.app, "--eval-every", o.eval_every, "steps between validation evaluations",
            Whole{0, Whole::no_max, "0: only at the end"});
@@ -452,7 +452,7 @@ void add_train_flags(Experiment& ex, TrainOptions& o) {
   add_flag(ex.app, "--sample", o.sample, "print this many generated characters after training",
            Whole{0, 10000000, "0: none"});
   add_flag(ex.app, "--temperature", o.temperature, "sampling temperature",
-           Real::at_least(0, "0: greedy, always the most likely token"));
+           RealRange::at_least(0, "0: greedy, always the most likely token"));
   ex.seeds = 1;
   add_flag(ex.app, "--seeds", ex.seeds, "train seeds --seed .. --seed + N - 1 in turn and print the mean ± sd of the "
            "final validation loss and gap (outputs, --resume and --sample take one seed)", Whole{1, 1000});

@@ -283,7 +283,7 @@ int main(int argc, char** argv) {
   ex.model = stability_model();
   ex.seeds = 1;
   GridOptions go;
-  add_flag(ex.app, "--lrs", go.lrs, "peak learning rates (comma-separated)", Real::above(0));
+  add_flag(ex.app, "--lrs", go.lrs, "peak learning rates (comma-separated)", RealRange::above(0));
   add_flag(ex.app, "--warmups", go.warmups, "linear-warmup lengths W in steps, 0: none (comma-separated)", Whole{0});
   add_flag(ex.app, "--datasets", go.datasets, "corpora: markov and/or text (comma-separated)",
            one_of({"markov", "text"}));

@@ -20,8 +20,8 @@ TEST_CASE("a real flag holds the double its text names (CLI11 alone rounds some 
   CLI::App app("train");
   double lr = 0.01;
   std::vector<double> lrs;
-  add_flag(app, "--lr", lr, "the learning rate", Real::above(0));
-  add_flag(app, "--lrs", lrs, "learning rates", Real::above(0));
+  add_flag(app, "--lr", lr, "the learning rate", RealRange::above(0));
+  add_flag(app, "--lrs", lrs, "learning rates", RealRange::above(0));
   finish_cli(app);
   app.parse(std::vector<std::string>{"4.91e-6,1e-2", "--lrs", "4.91e-6", "--lr"});  // CLI11 takes them last first
   CHECK(lr == 4.91e-6);

@@ -50,7 +50,7 @@ CLI::Validator whole(const Whole& w, std::uint64_t type_max) {
   });
 }
 
-CLI::Validator real(const Real& r) {
+CLI::Validator real(const RealRange& r) {
   std::string range = std::string("a finite number ") + (r.open ? "> " : ">= ") + label(r.lo);
   if (r.hi < std::numeric_limits<double>::infinity()) range += " and <= " + label(r.hi);
   return validator(with_zero(range, r.zero), [r, range](std::string& text) -> std::string {
@@ -136,14 +136,14 @@ CLI::Option* add_flag(CLI::App& app, const std::string& name, std::vector<std::s
   return checked(app.add_option(name, v, help)->delimiter(','), whole(range, Whole::no_max));
 }
 
-// A real flag is stored from its text by strtod (Real, flags.hpp); the rest as CLI11's add_option does.
-CLI::Option* add_flag(CLI::App& app, const std::string& name, double& v, const std::string& help, const Real& range) {
+// A real flag is stored from its text by strtod (RealRange, flags.hpp); the rest as CLI11's add_option does.
+CLI::Option* add_flag(CLI::App& app, const std::string& name, double& v, const std::string& help, const RealRange& range) {
   auto store = [&v](const CLI::results_t& texts) { return v = std::strtod(texts.front().c_str(), nullptr), true; };
   CLI::Option* option = app.add_option(name, store, help, false, [&v] { return CLI::detail::to_string(v); });
   return checked(option->type_name("FLOAT")->type_size(1)->expected(1), real(range));
 }
 CLI::Option* add_flag(CLI::App& app, const std::string& name, std::vector<double>& v, const std::string& help,
-                      const Real& range) {
+                      const RealRange& range) {
   auto store = [&v](const CLI::results_t& texts) {
     v.clear();
     for (const std::string& text : texts) v.push_back(std::strtod(text.c_str(), nullptr));
@@ -268,7 +268,7 @@ void add_model_flags(CLI::App& app, ModelOptions& o) {
   add_flag(app, "--mixln-post", o.mixln_post, "mixln: the number K of Post-LN blocks (default: L/4 rounded half up)",
            whole(Whole{0}, Whole::no_max))
       ->type_name("UINT");
-  add_flag(app, "--dyt-alpha", o.dyt_alpha, "dyt: the initial alpha of every DyT", Real::above(0));
+  add_flag(app, "--dyt-alpha", o.dyt_alpha, "dyt: the initial alpha of every DyT", RealRange::above(0));
   add_flag(app, "--layers", o.layers, "number of residual blocks", Whole{1});
   add_flag(app, "--d-model", o.d_model, "model width d", Whole{1});
   add_flag(app, "--heads", o.heads, "attention heads (must divide d-model)", Whole{1});

@@ -2,7 +2,7 @@
 // where it adds the flag, and add_flag checks every value given (each element of a list) when the
 // command line is parsed, and appends the range to the flag's --help line:
 //   add_flag(app, "--layers", o.layers, "number of residual blocks", Whole{1});
-//   add_flag(app, "--lr", o.lr, "peak learning rate", Real::above(0));
+//   add_flag(app, "--lr", o.lr, "peak learning rate", RealRange::above(0));
 //   add_flag(app, "--norm", o.norm, "the norm of every placement", one_of(nn::norm_names()));
 // A bad flag or value is one line on stderr naming it:
 //   warmup: error: --lrs: 'nan' is not a finite number > 0 (warmup --help lists the flags)
@@ -38,16 +38,16 @@ struct Whole {
 // A finite number in [lo, hi] (or (lo, hi] when `open`); NaN, inf and what strtod does not read whole
 // are refused. A real flag's text is read with strtod, which rounds once to the double it names (CLI11
 // reads it with strtold and rounds that again: 1 in 10^4 decimal texts would come out 1 ulp off).
-struct Real {
+struct RealRange {
   double lo = 0.0;
   bool open = false;
   double hi = std::numeric_limits<double>::infinity();
   std::string zero;
-  static Real above(double lo) { return {lo, true, std::numeric_limits<double>::infinity(), ""}; }
-  static Real at_least(double lo, std::string zero = "") {
+  static RealRange above(double lo) { return {lo, true, std::numeric_limits<double>::infinity(), ""}; }
+  static RealRange at_least(double lo, std::string zero = "") {
     return {lo, false, std::numeric_limits<double>::infinity(), std::move(zero)};
   }
-  static Real within(double lo, double hi) { return {lo, false, hi, ""}; }
+  static RealRange within(double lo, double hi) { return {lo, false, hi, ""}; }
 };
 
 // The validators of text flags (CLI11's or small ones of ours), each with its range as its description.
@@ -69,9 +69,9 @@ CLI::Option* add_flag(CLI::App& app, const std::string& name, unsigned& value, c
 CLI::Option* add_flag(CLI::App& app, const std::string& name, int& value, const std::string& help, const Whole& range);
 CLI::Option* add_flag(CLI::App& app, const std::string& name, std::vector<std::size_t>& value, const std::string& help,
                       const Whole& range);
-CLI::Option* add_flag(CLI::App& app, const std::string& name, double& value, const std::string& help, const Real& range);
+CLI::Option* add_flag(CLI::App& app, const std::string& name, double& value, const std::string& help, const RealRange& range);
 CLI::Option* add_flag(CLI::App& app, const std::string& name, std::vector<double>& value, const std::string& help,
-                      const Real& range);
+                      const RealRange& range);
 CLI::Option* add_flag(CLI::App& app, const std::string& name, std::string& value, const std::string& help,
                       const CLI::Validator& range);
 CLI::Option* add_flag(CLI::App& app, const std::string& name, std::vector<std::string>& value, const std::string& help,

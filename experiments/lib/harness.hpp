@@ -6,7 +6,7 @@
 //   int main(int argc, char** argv) {
 //     Experiment ex("sharpness", "...", "out/sharpness");   // model and grid flags
 //     Options o;
-//     add_flag(ex.app, "--lrs", o.lrs, "peak learning rates", Real::above(0));  // with its range (flags.hpp)
+//     add_flag(ex.app, "--lrs", o.lrs, "peak learning rates", RealRange::above(0));  // with its range (flags.hpp)
 //     return ex.main(argc, argv, [&] { run(ex, o); });
 //   }
 #pragma once

@@ -23,14 +23,14 @@ void add_optimizer_flags(CLI::App& app, OptimizerSetup& s, bool with_choice) {
   if (with_choice)
     add_flag(app, "--optimizer", s.optimizer, "sgd (momentum 0.9), adam, adamw or radam (rectified Adam, Liu et al. 2019)",
              one_of({"sgd", "adam", "adamw", "radam"}));
-  add_flag(app, "--adam-beta1", s.beta1, "Adam's (and RAdam's) first-moment decay beta1", Real::within(0, 1 - 1e-9));
-  add_flag(app, "--adam-beta2", s.beta2, "Adam's (and RAdam's) second-moment decay beta2", Real::within(0, 1 - 1e-9));
-  add_flag(app, "--adam-eps", s.eps, "Adam's (and RAdam's) eps, added to the root of the second moment", Real::above(0));
+  add_flag(app, "--adam-beta1", s.beta1, "Adam's (and RAdam's) first-moment decay beta1", RealRange::within(0, 1 - 1e-9));
+  add_flag(app, "--adam-beta2", s.beta2, "Adam's (and RAdam's) second-moment decay beta2", RealRange::within(0, 1 - 1e-9));
+  add_flag(app, "--adam-eps", s.eps, "Adam's (and RAdam's) eps, added to the root of the second moment", RealRange::above(0));
   add_flag(app, "--adam-v0", s.adam_v0, "Adam's (and RAdam's) second moment at the start: zero, or g0sq (GI-Adam, "
            "Kalra & Barkeshli 2024: v_0 = g_0^2 and no bias correction of v)", one_of({"zero", "g0sq"}));
   add_flag(app, "--z-loss", s.z_loss, "C of the z-loss: the loss trained is mean CE + C * mean over positions of "
            "(log Z)^2, log Z the logsumexp of the logits (0: none); the CE is what is reported and judged",
-           Real::at_least(0, "0: none"));
+           RealRange::at_least(0, "0: none"));
   add_flag(app, "--hold", s.hold, "steps at lr 0 before the schedule starts: gradients computed and Adam's moments "
            "updated, no weight moved (Liu et al. 2019)", Whole{0, Whole::no_max, "0: none"});
   add_flag(app, "--intervene", s.intervene, "backward-pass interventions in every block, comma-separated "
@@ -44,7 +44,7 @@ void add_corpus_flags(CLI::App& app, nn::CorpusOptions& c, bool with_text) {
              regular_file(nn::text_dataset_max_bytes));
   add_flag(app, "--markov-order", c.order, "Markov corpus: tokens of context", Whole{1});
   add_flag(app, "--markov-concentration", c.concentration, "Markov corpus: Dirichlet concentration of each context's "
-           "next-token distribution (smaller: lower entropy)", Real::above(0));
+           "next-token distribution (smaller: lower entropy)", RealRange::above(0));
 }
 
 std::string TrainingOptions::at_most_steps(const std::string& flag, std::size_t value) const {
@@ -64,9 +64,9 @@ void add_training_flags(CLI::App& app, TrainingOptions& t, const std::vector<std
   for (const std::string& name : names) {
     if (name == "--steps") add_flag(app, name, t.steps, "training steps per run", Whole{1});
     else if (name == "--eval-batches") add_flag(app, name, t.eval_batches, "held-out batches averaged for the final loss", Whole{1, 100000});
-    else if (name == "--clip") add_flag(app, name, t.clip, "clip the global gradient norm to this", Real::at_least(0, "0: no clipping"));
+    else if (name == "--clip") add_flag(app, name, t.clip, "clip the global gradient norm to this", RealRange::at_least(0, "0: no clipping"));
     else if (name == "--margin") add_flag(app, name, t.margin, "verdict margin in nats: diverged above log V + margin, stuck above H1 - margin",
-                                           Real::at_least(0));
+                                           RealRange::at_least(0));
     else if (name == "--window") add_flag(app, name, t.window, "steps averaged per point of the loss curves", Whole{1});
     else throw Error("add_training_flags: " + name + " is no training flag");
   }
