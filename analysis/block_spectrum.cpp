@@ -45,7 +45,7 @@ BlockSpectrum block_spectrum(nn::Block& block, const Array& x, const SpectrumOpt
 
   const Shape shape = shape_of(x);
   const std::size_t n = x.size();
-  const double h = std::cbrt(std::numeric_limits<double>::epsilon()) * std::max(norm(x), 1.0);
+  const double h = std::cbrt(std::numeric_limits<Real>::epsilon()) * std::max(norm(x), 1.0);
   // The operator on flat vectors of length n = T C: v -> J^T J v.
   const SymmetricOperator jtj = [&](const Array& flat) {
     const Array v = xt::reshape_view(flat, shape);

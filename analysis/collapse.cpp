@@ -63,14 +63,14 @@ double top_direction_share(const Array& x, Site site) {
 double shared_share(const Array& x, Site site) {
   require_sequences(x, 1, "shared_share", site);
   const std::size_t B = x.shape(0), T = x.shape(1), C = x.shape(2);
-  const double* a = x.data();  // an Array is contiguous, row-major: a[(b T + t) C + c] = x(b, t, c)
+  const Real* a = x.data();  // an Array is contiguous, row-major: a[(b T + t) C + c] = x(b, t, c)
   std::vector<double> sum(C);
   double total = 0.0;
   for (std::size_t b = 0; b < B; ++b) {
     double energy = 0.0, shared = 0.0;  // sum_t |x_t|^2 and T |m|^2 = |sum_t x_t|^2 / T
     std::fill(sum.begin(), sum.end(), 0.0);
     for (std::size_t t = 0; t < T; ++t) {
-      const double* row = a + (b * T + t) * C;
+      const Real* row = a + (b * T + t) * C;
       for (std::size_t c = 0; c < C; ++c) sum[c] += row[c], energy += row[c] * row[c];
     }
     for (double s : sum) shared += s * s / static_cast<double>(T);
@@ -82,7 +82,7 @@ double shared_share(const Array& x, Site site) {
 double dead_unit_fraction(const Array& pre_activation, Site site) {
   require_sequences(pre_activation, 1, "dead_unit_fraction", site);
   const std::size_t U = pre_activation.shape(2), rows = pre_activation.size() / U;
-  const double* z = pre_activation.data();  // contiguous, row-major: a row of U units per (b, t)
+  const Real* z = pre_activation.data();  // contiguous, row-major: a row of U units per (b, t)
   std::vector<char> fires(U, 0);
   for (std::size_t r = 0; r < rows; ++r)
     for (std::size_t u = 0; u < U; ++u) fires[u] |= z[r * U + u] > 0;
@@ -153,7 +153,7 @@ Predictions predictions(const Array& logits, const std::vector<double>& unigram,
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t) {
       double top = logits(b, t, 0);  // log p_v = z_v - log Z, log Z = top + log sum_v exp(z_v - top)
-      for (std::size_t v = 1; v < V; ++v) top = std::max(top, logits(b, t, v));
+      for (std::size_t v = 1; v < V; ++v) top = std::max<double>(top, logits(b, t, v));
       double sum = 0.0;
       for (std::size_t v = 0; v < V; ++v) sum += std::exp(logits(b, t, v) - top);
       const double log_z = top + std::log(sum);

@@ -22,7 +22,7 @@ std::vector<Array> random_direction(const std::vector<Parameter>& like, unsigned
   std::vector<Array> v;
   for (const Parameter& p : like) {
     Array a = Array::from_shape(p.shape());
-    for (double& x : a) x = normal(rng);
+    for (Real& x : a) x = normal(rng);
     v.push_back(std::move(a));
   }
   return v;

@@ -24,7 +24,7 @@ void axpy(Array& x, double c, const Array& y) {
 
 // sum_j s[j] * vectors[j]
 Array combine(const std::vector<Array>& vectors, const Array& s, std::size_t column) {
-  Array out = xt::zeros<double>({vectors[0].size()});
+  Array out = xt::zeros<Real>({vectors[0].size()});
   for (std::size_t j = 0; j < vectors.size(); ++j) axpy(out, s(j, column), vectors[j]);
   return out;
 }
@@ -45,7 +45,7 @@ Array random_unit(std::size_t n, unsigned seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   Array q = Array::from_shape({n});
-  for (double& v : q) v = normal(rng);
+  for (Real& v : q) v = normal(rng);
   q /= std::sqrt(dot(q, q));
   return q;
 }
@@ -76,7 +76,7 @@ Array next_residual(Krylov& K, const Array& q, const Array& w) {
 // Returns whether all `count` of them are converged (residual <= tolerance |theta|).
 bool ritz_pairs(const Krylov& K, const LanczosOptions& options, std::vector<Eigenpair>& pairs) {
   const std::size_t k = K.alpha.size();
-  Array T = xt::zeros<double>({k, k});
+  Array T = xt::zeros<Real>({k, k});
   for (std::size_t i = 0; i < k; ++i) T(i, i) = K.alpha[i];
   for (std::size_t i = 0; i + 1 < k; ++i) T(i, i + 1) = T(i + 1, i) = K.beta[i];
   auto [values, vectors] = xt::linalg::eigh(T);  // ascending
@@ -178,7 +178,7 @@ CurvatureResult preconditioned_lambda_max(const LossFunction& loss, const std::v
     }
   }
   Array scale = join_flat(preconditioner);
-  for (double& s : scale) s = 1.0 / std::sqrt(s);  // D = P^-1/2
+  for (Real& s : scale) s = 1.0 / std::sqrt(s);  // D = P^-1/2
   return curvature(loss, parameters, &scale, options, hvp_options);
 }
 

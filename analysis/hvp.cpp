@@ -56,7 +56,7 @@ Array join_flat(const std::vector<Array>& parts) {
   std::size_t n = 0;
   for (const Array& a : parts) n += a.size();
   Array flat = Array::from_shape({n});
-  double* out = flat.data();
+  Real* out = flat.data();
   for (const Array& a : parts) out = std::copy(a.begin(), a.end(), out);
   return flat;
 }
@@ -68,7 +68,7 @@ std::vector<Array> split_flat(const Array& flat, const std::vector<Parameter>& l
     throw Error("split_flat: a flat vector of " + std::to_string(flat.size()) + " numbers for parameters of " +
                 std::to_string(n));
   std::vector<Array> parts;
-  const double* in = flat.data();
+  const Real* in = flat.data();
   for (const Parameter& p : like) {
     Array a = Array::from_shape(p.shape());
     std::copy(in, in + a.size(), a.begin());
@@ -85,7 +85,7 @@ double hvp_step(const std::vector<Parameter>& parameters, const std::vector<Arra
   for (const Array& a : v) v2 += squared_norm(a);
   if (v2 == 0.0) return 0.0;  // H 0 = 0: no step needed
   // h |v| = cbrt(eps) * max(|theta|, 1): a relative move of cbrt(eps) ~ 6e-6 (docs/curvature.md).
-  const double cbrt_eps = std::cbrt(std::numeric_limits<double>::epsilon());
+  const double cbrt_eps = std::cbrt(std::numeric_limits<Real>::epsilon());
   return cbrt_eps * std::max(std::sqrt(theta2), 1.0) / std::sqrt(v2);
 }
 

@@ -19,10 +19,10 @@ void check_shapes(const char* op, const Array& x, const Array& weight, const Arr
 NormTerms terms(const Array& x, const Array& weight, const Array& g, const Array& mu, const Array& rstd,
                 bool with_center) {
   const std::size_t d = x.shape().back();
-  NormTerms t{Array::from_shape(shape_of(x)), xt::zeros<double>(shape_of(x)), Array::from_shape(shape_of(x))};
-  const double* xp = x.data();
-  const double* gp = g.data();
-  const double* w = weight.data();
+  NormTerms t{Array::from_shape(shape_of(x)), xt::zeros<Real>(shape_of(x)), Array::from_shape(shape_of(x))};
+  const Real* xp = x.data();
+  const Real* gp = g.data();
+  const Real* w = weight.data();
   for (std::size_t r = 0; r < rstd.size(); ++r) {  // one row (one position) at a time
     const double mu_r = with_center ? mu(r) : 0.0, rstd_r = rstd(r);
     double mean_gh = 0.0, mean_ghx = 0.0;  // mean(g_hat), mean(g_hat x_hat)

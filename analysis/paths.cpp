@@ -23,8 +23,8 @@ namespace {
 double group_dot(const std::vector<const Array*>& a, const std::vector<const Array*>& b) {
   double s = 0.0;
   for (std::size_t x = 0; x < a.size(); ++x) {
-    const double* p = a[x]->data();
-    const double* q = b[x]->data();
+    const Real* p = a[x]->data();
+    const Real* q = b[x]->data();
     for (std::size_t e = 0; e < a[x]->size(); ++e) s += p[e] * q[e];
   }
   return s;

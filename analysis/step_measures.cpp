@@ -136,7 +136,7 @@ OutputLogits output_logits(const nn::TransformerLM& model) {
   OutputLogits o;
   double sum = 0.0, sq = 0.0, mx = -INFINITY;
   for (std::size_t r = 0; r < rows; ++r) {
-    const double* row = z.data() + r * V;
+    const Real* row = z.data() + r * V;
     const double m = *std::max_element(row, row + V);
     double e = 0.0;
     for (std::size_t v = 0; v < V; ++v) e += std::exp(row[v] - m), sq += row[v] * row[v];
@@ -171,7 +171,7 @@ double spectral_norm(const Array& a, std::vector<double>& v, double tol, std::si
   if (a.dimension() != 2) throw std::invalid_argument("spectral_norm: needs a 2-D array");
   const std::size_t m = a.shape(0), n = a.shape(1);
   const Array A = a;  // contiguous, row-major
-  const double* p = A.data();
+  const Real* p = A.data();
   if (std::all_of(p, p + A.size(), [](double x) { return x == 0.0; })) return 0.0;
   // The fixed v0: all entries different and positive (a start orthogonal to the top right singular
   // vector would need an exact cancellation), normalised below.

@@ -31,7 +31,7 @@ template <class F>
 void for_each_row(const Array& x, F f) {
   if (x.dimension() == 0 || x.shape().back() == 0) throw Error("stream norms: need an array of shape (..., C), C > 0");
   const std::size_t C = x.shape().back(), rows = x.size() / C;
-  const double* p = x.data();
+  const Real* p = x.data();
   for (std::size_t r = 0; r < rows; ++r) {
     double ss = 0.0;
     for (std::size_t c = 0; c < C; ++c) ss += p[r * C + c] * p[r * C + c];

@@ -1,5 +1,7 @@
-// The value types of gradscope: every tensor is an xt::xarray<double>, row-major and contiguous.
-// Double precision, so that central finite differences (steps of ~1e-6) can check every gradient.
+// The value types of gradscope: every tensor is an xt::xarray<Real>, row-major and contiguous.
+// Real is double unless the build says otherwise (cmake -DGRADSCOPE_PRECISION=f32, preset release-f32):
+// double so that central finite differences (steps of ~1e-6) can check every gradient; float for speed.
+// Sums over many elements (norms, means, losses) are accumulated in double in either build.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +13,15 @@
 
 namespace gs {
 
-using Array = xt::xarray<double>;             // a value or a gradient
+#ifdef GRADSCOPE_FLOAT32
+using Real = float;
+#else
+using Real = double;
+#endif
+inline constexpr bool float32_build = sizeof(Real) == 4;
+inline constexpr const char* precision_name = float32_build ? "f32" : "f64";  // as config.json records it
+
+using Array = xt::xarray<Real>;             // a value or a gradient
 using IndexArray = xt::xarray<std::int64_t>;  // integer ids: token ids, targets
 using Mask = xt::xarray<bool>;                // true where masked_fill / where picks
 using Shape = std::vector<std::size_t>;

@@ -42,11 +42,11 @@ Array sum_to_shape(Array grad, std::span<const std::size_t> to, std::string_view
   // so the gradient is `rows` consecutive rows of `inner` numbers, summed row by row into one.
   const bool leading = axes.empty() || axes.back() + 1 == axes.size();
   if (leading) {
-    Array summed = xt::zeros<double>(shape);
+    Array summed = xt::zeros<Real>(shape);
     const std::size_t inner = summed.size(), rows = inner == 0 ? 0 : grad.size() / inner;
-    double* out = summed.data();
+    Real* out = summed.data();
     for (std::size_t r = 0; r < rows; ++r) {
-      const double* row = grad.data() + r * inner;
+      const Real* row = grad.data() + r * inner;
       for (std::size_t j = 0; j < inner; ++j) out[j] += row[j];
     }
     return summed;

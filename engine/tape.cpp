@@ -55,7 +55,7 @@ void return_slot(TapeSlot* slot) {
 }
 
 bool all_finite(const Array& x) {
-  for (double v : x)
+  for (Real v : x)
     if (!std::isfinite(v)) return false;
   return true;
 }

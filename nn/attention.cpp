@@ -67,15 +67,15 @@ Array attention_weights_forward(const Array& q, const Array& k, std::size_t head
   Array att = Array::from_shape({B, heads, T, T});  // (B, H, T, T)
   for (std::size_t b = 0; b < B && T > 0; ++b)
     for (std::size_t h = 0; h < heads; ++h) {
-      const double* Q = q.data() + b * T * C + h * dh;
-      const double* K = k.data() + b * T * C + h * dh;
-      double* A = att.data() + (b * heads + h) * T * T;
+      const Real* Q = q.data() + b * T * C + h * dh;
+      const Real* K = k.data() + b * T * C + h * dh;
+      Real* A = att.data() + (b * heads + h) * T * T;
       if (dh > 0)
         gemm(false, true, T, T, dh, scale, Q, C, K, C, 0.0, A, T);
       else
         std::fill(A, A + T * T, 0.0);  // no features: every score is 0
       for (std::size_t i = 0; i < T; ++i) {
-        double* row = A + i * T;
+        Real* row = A + i * T;
         const double m = *std::max_element(row, row + i + 1);
         kernels::exp_shifted(row, i + 1, m);  // row[j] = e^(row[j] - m), vectorised
         double sum = 0.0;
@@ -95,11 +95,11 @@ Grads attention_weights_backward(const Array& grad, const Array& att, const Arra
   //   dS[i, j] = A[i, j] (G[i, j] - sum_l G[i, l] A[i, l])     (softmax; 0 where masked, as A is 0)
   //   dQ = dS K / sqrt(dh),   dK = dS^T Q / sqrt(dh)          (two gemms into the head's columns)
   Array dq = Array::from_shape({B, T, C}), dk = Array::from_shape({B, T, C});  // every head writes its block
-  std::vector<double> dS(T * T);
+  std::vector<Real> dS(T * T);
   for (std::size_t b = 0; b < B && T > 0; ++b)
     for (std::size_t h = 0; h < heads; ++h) {
-      const double* A = att.data() + (b * heads + h) * T * T;
-      const double* G = grad.data() + (b * heads + h) * T * T;
+      const Real* A = att.data() + (b * heads + h) * T * T;
+      const Real* G = grad.data() + (b * heads + h) * T * T;
       for (std::size_t i = 0; i < T; ++i) {
         double dot = 0.0;
         for (std::size_t j = 0; j <= i; ++j) dot += G[i * T + j] * A[i * T + j];
@@ -107,8 +107,8 @@ Grads attention_weights_backward(const Array& grad, const Array& att, const Arra
       }
       const std::size_t at = b * T * C + h * dh;
       if (dh == 0) continue;
-      const double* Q = q.data() + at;
-      const double* K = k.data() + at;
+      const Real* Q = q.data() + at;
+      const Real* K = k.data() + at;
       if (needs[0]) gemm(false, false, T, dh, T, scale, dS.data(), T, K, C, 0.0, dq.data() + at, C);
       if (needs[1]) gemm(true, false, T, dh, T, scale, dS.data(), T, Q, C, 0.0, dk.data() + at, C);
     }

@@ -24,13 +24,13 @@ Array dyt_forward(const Array& x, const Array& weight, const Array& bias, const 
   const std::size_t d = x.shape().back();
   const std::size_t rows = d == 0 ? 0 : x.size() / d;
   const double a = alpha(0);
-  const double* X = x.data();
-  const double* W = weight.data();
-  const double* B = bias.data();
+  const Real* X = x.data();
+  const Real* W = weight.data();
+  const Real* B = bias.data();
   Array y = Array::from_shape(shape_of(x));  // (..., d)
   for (std::size_t r = 0; r < rows; ++r) {
-    const double* xr = X + r * d;
-    double* yr = y.data() + r * d;
+    const Real* xr = X + r * d;
+    Real* yr = y.data() + r * d;
     for (std::size_t i = 0; i < d; ++i) yr[i] = std::tanh(a * xr[i]) * W[i] + B[i];  // y = tanh(alpha x) w + b
   }
   return y;
@@ -40,17 +40,17 @@ Grads dyt_backward(const Array& grad, const Array& x, const Array& weight, const
   const std::size_t d = x.shape().back();
   const std::size_t rows = d == 0 ? 0 : x.size() / d;
   const double a = alpha(0);
-  const double* X = x.data();
-  const double* W = weight.data();
-  const double* G = grad.data();
+  const Real* X = x.data();
+  const Real* W = weight.data();
+  const Real* G = grad.data();
   Array dx = Array::from_shape(shape_of(x));  // (..., d)
-  Array dw = xt::zeros<double>({d});          // (d,)
-  Array db = xt::zeros<double>({d});          // (d,)
+  Array dw = xt::zeros<Real>({d});          // (d,)
+  Array db = xt::zeros<Real>({d});          // (d,)
   double dalpha = 0.0;
   for (std::size_t r = 0; r < rows; ++r) {
-    const double* xr = X + r * d;
-    const double* gr = G + r * d;
-    double* dxr = dx.data() + r * d;
+    const Real* xr = X + r * d;
+    const Real* gr = G + r * d;
+    Real* dxr = dx.data() + r * d;
     for (std::size_t i = 0; i < d; ++i) {
       const double t = std::tanh(a * xr[i]);          // t = tanh(alpha x)
       const double u = gr[i] * W[i] * (1.0 - t * t);  // u = dL/d(alpha x) = g w (1 - t^2)

@@ -20,7 +20,7 @@ void check_shapes(const char* op, const Shape& xs, const Shape& ws, const Shape&
 // sigma = sqrt(var + eps) of every row of x, shaped (..., 1): the factor NormGrad::undo_gain puts back.
 Array row_sigma(const Array& x, double eps) {
   LayerNormStats stats;
-  layernorm_forward(x, xt::ones<double>({x.shape().back()}), xt::zeros<double>({x.shape().back()}), eps, stats);
+  layernorm_forward(x, xt::ones<Real>({x.shape().back()}), xt::zeros<Real>({x.shape().back()}), eps, stats);
   Shape s = shape_of(x);
   s.back() = 1;
   Array sigma = Array::from_shape(s);
@@ -39,11 +39,11 @@ Array layernorm_forward(const Array& x, const Array& weight, const Array& bias, 
   stats.mu = Array::from_shape({rows});
   stats.rstd = Array::from_shape({rows});
   Array y = Array::from_shape(shape_of(x));  // (..., d)
-  const double* X = x.data();
-  const double* W = weight.data();
-  const double* B = bias.data();
+  const Real* X = x.data();
+  const Real* W = weight.data();
+  const Real* B = bias.data();
   for (std::size_t r = 0; r < rows; ++r) {  // one row (one position) at a time
-    const double* xr = X + r * d;
+    const Real* xr = X + r * d;
     double m = 0.0;
     for (std::size_t i = 0; i < d; ++i) m += xr[i];
     m /= n;                                                                 // mu = (1/d) sum_i x_i
@@ -51,7 +51,7 @@ Array layernorm_forward(const Array& x, const Array& weight, const Array& bias, 
     for (std::size_t i = 0; i < d; ++i) v += (xr[i] - m) * (xr[i] - m);
     v /= n;                                                                 // var = (1/d) sum_i (x_i - mu)^2
     const double s = 1.0 / std::sqrt(v + eps);                              // rstd
-    double* yr = y.data() + r * d;
+    Real* yr = y.data() + r * d;
     for (std::size_t i = 0; i < d; ++i) yr[i] = (xr[i] - m) * s * W[i] + B[i];  // y_i = x_hat_i w_i + b_i
     stats.mu(r) = m;
     stats.rstd(r) = s;
@@ -64,17 +64,17 @@ Grads layernorm_backward(const Array& grad, const Array& x, const Array& weight,
   const std::size_t d = x.shape().back();
   const std::size_t rows = stats.rstd.size();
   const double n = static_cast<double>(d);
-  const double* X = x.data();
-  const double* W = weight.data();
-  const double* G = grad.data();
+  const Real* X = x.data();
+  const Real* W = weight.data();
+  const Real* G = grad.data();
   Array dx = Array::from_shape(shape_of(x));  // (..., d)
-  Array dw = xt::zeros<double>({d});          // (d,)
-  Array db = xt::zeros<double>({d});          // (d,)
-  double* DW = dw.data();  // raw pointers: an xarray's (i) recomputes the offset from its strides
-  double* DB = db.data();
+  Array dw = xt::zeros<Real>({d});          // (d,)
+  Array db = xt::zeros<Real>({d});          // (d,)
+  Real* DW = dw.data();  // raw pointers: an xarray's (i) recomputes the offset from its strides
+  Real* DB = db.data();
   for (std::size_t r = 0; r < rows; ++r) {
-    const double* xr = X + r * d;
-    const double* gr = G + r * d;
+    const Real* xr = X + r * d;
+    const Real* gr = G + r * d;
     const double m = stats.mu(r), s = stats.rstd(r);
     double mean_g_hat = 0.0, mean_g_hat_x_hat = 0.0;
     for (std::size_t i = 0; i < d; ++i) {
@@ -89,7 +89,7 @@ Grads layernorm_backward(const Array& grad, const Array& x, const Array& weight,
     mean_g_hat_x_hat /= n;
     // undo_gain: without the factor rstd (times sigma = 1 / rstd); detach_stats: mu, var constant.
     const double scale = mode.undo_gain ? 1.0 : s;
-    double* dxr = dx.data() + r * d;
+    Real* dxr = dx.data() + r * d;
     for (std::size_t i = 0; i < d; ++i) {
       const double x_hat = (xr[i] - m) * s;
       const double g_hat = gr[i] * W[i];

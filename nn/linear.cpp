@@ -37,7 +37,7 @@ Array linear_forward(const Array& x, const Array& weight, const Array& bias) {
 Grads linear_backward(const Array& grad, const Array& x, const Array& weight, const std::vector<bool>& needs) {
   const std::size_t in = weight.shape()[0], out = weight.shape()[1];
   const std::size_t rows = in == 0 ? 0 : x.size() / in;
-  const double* G = grad.data();  // (rows, out)
+  const Real* G = grad.data();  // (rows, out)
   Array dx, dw, db;
   if (needs[0]) {  // dX = G W^T  (..., in)
     dx = Array::from_shape(shape_of(x));
@@ -52,7 +52,7 @@ Grads linear_backward(const Array& grad, const Array& x, const Array& weight, co
       gemm(true, false, in, out, rows, 1.0, x.data(), in, G, out, 0.0, dw.data(), out);
   }
   if (needs[2]) {  // db = sum over rows of G  (out,)
-    db = xt::zeros<double>({out});
+    db = xt::zeros<Real>({out});
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t j = 0; j < out; ++j) db.data()[j] += G[r * out + j];
   }

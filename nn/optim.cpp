@@ -64,10 +64,10 @@ void Adam::update(std::size_t p, Array& value, const Array& grad, double lr) {
   const bool first = o.v0_g0sq && steps() == 1;                     // GI-Adam: v_0 = g^2 now
   const double shrink = o.decoupled ? 1.0 - lr * o.weight_decay : 1.0;  // AdamW's decay, as a factor
   const double l2 = o.decoupled ? 0.0 : o.weight_decay;                  // Adam's decay, through g
-  double* theta = value.data();
-  double* m = slot(0, p).data();
-  double* v = slot(1, p).data();
-  const double* gr = grad.data();
+  Real* theta = value.data();
+  Real* m = slot(0, p).data();
+  Real* v = slot(1, p).data();
+  const Real* gr = grad.data();
   const std::size_t n = value.size();
   // One pass over the parameter's elements, the formulas of optim.hpp element by element:
   for (std::size_t i = 0; i < n; ++i) {
@@ -86,7 +86,7 @@ std::vector<Array> Adam::preconditioner() const {
   std::vector<Array> P;
   for (std::size_t p = 0; p < parameters().size(); ++p) {
     Array s = slot(1, p);
-    for (double& x : s) x = std::sqrt(x / c2) + options_.eps;  // as update() computes it
+    for (Real& x : s) x = std::sqrt(x / c2) + options_.eps;  // as update() computes it
     P.push_back(std::move(s));
   }
   return P;
@@ -135,10 +135,10 @@ void RAdam::update(std::size_t p, Array& value, const Array& grad, double lr) {
   const bool first = o.v0_g0sq && step == 1;  // GI-Adam: v_0 = g^2 now
   const double shrink = o.decoupled ? 1.0 - lr * o.weight_decay : 1.0;
   const double l2 = o.decoupled ? 0.0 : o.weight_decay;
-  double* theta = value.data();
-  double* m = slot(0, p).data();
-  double* v = slot(1, p).data();
-  const double* gr = grad.data();
+  Real* theta = value.data();
+  Real* m = slot(0, p).data();
+  Real* v = slot(1, p).data();
+  const Real* gr = grad.data();
   const std::size_t n = value.size();
   for (std::size_t i = 0; i < n; ++i) {
     theta[i] *= shrink;                                 // decoupled: theta <- theta - lr wd theta

@@ -25,15 +25,15 @@ Array rmsnorm_forward(const Array& x, const Array& weight, double eps, Array& rs
   const double n = static_cast<double>(d);
   rstd = Array::from_shape({rows});
   Array y = Array::from_shape(shape_of(x));  // (..., d)
-  const double* X = x.data();
-  const double* W = weight.data();
+  const Real* X = x.data();
+  const Real* W = weight.data();
   for (std::size_t r = 0; r < rows; ++r) {
-    const double* xr = X + r * d;
+    const Real* xr = X + r * d;
     double ms = 0.0;
     for (std::size_t i = 0; i < d; ++i) ms += xr[i] * xr[i];
     ms /= n;                                                  // ms = (1/d) sum_i x_i^2
     const double s = 1.0 / std::sqrt(ms + eps);               // rstd
-    double* yr = y.data() + r * d;
+    Real* yr = y.data() + r * d;
     for (std::size_t i = 0; i < d; ++i) yr[i] = xr[i] * s * W[i];  // y_i = x_hat_i w_i
     rstd(r) = s;
   }
@@ -44,15 +44,15 @@ Grads rmsnorm_backward(const Array& grad, const Array& x, const Array& weight, c
   const std::size_t d = x.shape().back();
   const std::size_t rows = rstd.size();
   const double n = static_cast<double>(d);
-  const double* X = x.data();
-  const double* W = weight.data();
-  const double* G = grad.data();
+  const Real* X = x.data();
+  const Real* W = weight.data();
+  const Real* G = grad.data();
   Array dx = Array::from_shape(shape_of(x));  // (..., d)
-  Array dw = xt::zeros<double>({d});          // (d,)
-  double* DW = dw.data();
+  Array dw = xt::zeros<Real>({d});          // (d,)
+  Real* DW = dw.data();
   for (std::size_t r = 0; r < rows; ++r) {
-    const double* xr = X + r * d;
-    const double* gr = G + r * d;
+    const Real* xr = X + r * d;
+    const Real* gr = G + r * d;
     const double s = rstd(r);
     double mean_g_hat_x_hat = 0.0;
     for (std::size_t i = 0; i < d; ++i) {
@@ -63,7 +63,7 @@ Grads rmsnorm_backward(const Array& grad, const Array& x, const Array& weight, c
     mean_g_hat_x_hat /= n;
     // undo_gain: without the factor rstd (times rms = 1 / rstd); detach_stats: the mean square constant.
     const double scale = mode.undo_gain ? 1.0 : s;
-    double* dxr = dx.data() + r * d;
+    Real* dxr = dx.data() + r * d;
     for (std::size_t i = 0; i < d; ++i) {
       const double x_hat = xr[i] * s;
       dxr[i] = mode.detach_stats ? scale * (gr[i] * W[i])    // dx = rstd * g_hat
@@ -81,7 +81,7 @@ Var rmsnorm_composite(const Var& x_in, const Var& weight, double eps, NormGrad m
   Var x = x_in;
   if (mode.undo_gain) {  // an identity whose backward multiplies by rms = 1 / rstd, per row
     Array rstd;
-    rmsnorm_forward(x_in.value(), xt::ones<double>({x_in.shape().back()}), eps, rstd);
+    rmsnorm_forward(x_in.value(), xt::ones<Real>({x_in.shape().back()}), eps, rstd);
     Shape s = x_in.shape();
     s.back() = 1;
     Array rms = Array::from_shape(s);

@@ -1,7 +1,9 @@
 // Helpers shared by the tests.
 #pragma once
 
+#include <cstdint>
 #include <source_location>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,14 @@
   } while (0)
 
 namespace gs::test {
+
+// A tolerance stated for each build: the float64 build's, then the float32 build's (gs::Real = float
+// carries about 7 digits, and a sum of n terms loses about log2(n) bits more).
+inline constexpr double tol(double f64, double f32) { return float32_build ? f32 : f64; }
+
+// The bits of one Real, to compare arrays bit for bit.
+using RealBits = std::conditional_t<float32_build, std::uint32_t, std::uint64_t>;
+
 
 using Vars = std::vector<Var>;
 

@@ -66,7 +66,9 @@ using ModuleFunction = std::function<Var(const std::vector<Var>&)>;
 // and every element of every input.
 inline ParamCheckResult check_gradients(const std::vector<nn::NamedParameter>& params, const std::vector<Array>& inputs,
                                         const ModuleFunction& f, std::size_t max_per_tensor = 1000000,
-                                        double h = 1e-6, double abs_tol = 1e-6, double rel_tol = 1e-5) {
+                                        double h = GradcheckOptions{}.step,  // the build's: 1e-6 (f64), 2^-7 (f32)
+                                        double abs_tol = GradcheckOptions{}.abs_tolerance,
+                                        double rel_tol = GradcheckOptions{}.rel_tolerance) {
   std::vector<nn::NamedParameter> ps = params;
   std::vector<Array> xs = inputs;
   Array weights;
@@ -83,7 +85,7 @@ inline ParamCheckResult check_gradients(const std::vector<nn::NamedParameter>& p
       std::mt19937_64 rng(12345);
       std::normal_distribution<double> normal(0.0, 1.0);
       weights = Array::from_shape(y.shape());
-      for (double& w : weights) w = normal(rng);
+      for (Real& w : weights) w = normal(rng);
       weighted = true;
     }
     Var L = weighted ? sum(y * tape.constant(weights)) : y;
@@ -102,8 +104,7 @@ inline ParamCheckResult check_gradients(const std::vector<nn::NamedParameter>& p
 
   ParamCheckResult r;
   std::ostringstream worst;
-  auto compare = [&](const std::string& what, std::size_t i, double analytic, double up, double down) {
-    const double numeric = (up - down) / (2.0 * h);
+  auto compare = [&](const std::string& what, std::size_t i, double analytic, double numeric) {
     const double err = std::abs(analytic - numeric);
     ++r.checked;
     if (err > abs_tol + rel_tol * std::abs(numeric)) {
@@ -115,13 +116,13 @@ inline ParamCheckResult check_gradients(const std::vector<nn::NamedParameter>& p
 
   for (std::size_t k = 0; k < xs.size(); ++k)
     for (std::size_t i = 0; i < xs[k].size(); ++i) {
-      const double saved = xs[k].data()[i];
-      xs[k].data()[i] = saved + h;
-      const double up = loss(nullptr);
-      xs[k].data()[i] = saved - h;
-      const double down = loss(nullptr);
+      const Real saved = xs[k].data()[i];
+      const double numeric = central_difference([&](double v) {
+        xs[k].data()[i] = static_cast<Real>(v);
+        return loss(nullptr);
+      }, saved, h);
       xs[k].data()[i] = saved;
-      compare("input " + std::to_string(k), i, input_grads[k].data()[i], up, down);
+      compare("input " + std::to_string(k), i, input_grads[k].data()[i], numeric);
     }
 
   for (nn::NamedParameter& p : ps) {
@@ -129,13 +130,13 @@ inline ParamCheckResult check_gradients(const std::vector<nn::NamedParameter>& p
     const std::size_t n = p.parameter.size();
     const std::size_t stride = std::max<std::size_t>(1, n / std::min(n, max_per_tensor));
     for (std::size_t i = 0; i < n; i += stride) {
-      const double saved = p.parameter.value().data()[i];
-      p.parameter.value().data()[i] = saved + h;
-      const double up = loss(nullptr);
-      p.parameter.value().data()[i] = saved - h;
-      const double down = loss(nullptr);
+      const Real saved = p.parameter.value().data()[i];
+      const double numeric = central_difference([&](double v) {
+        p.parameter.value().data()[i] = static_cast<Real>(v);
+        return loss(nullptr);
+      }, saved, h);
       p.parameter.value().data()[i] = saved;
-      compare(p.name, i, analytic.data()[i], up, down);
+      compare(p.name, i, analytic.data()[i], numeric);
     }
   }
   std::ostringstream out;

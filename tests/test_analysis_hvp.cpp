@@ -37,7 +37,7 @@ double relative_error(const std::vector<Array>& a, const std::vector<Array>& b) 
 bool same_bits(const Array& a, const Array& b) {
   if (a.shape() != b.shape()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::bit_cast<std::uint64_t>(a.data()[i]) != std::bit_cast<std::uint64_t>(b.data()[i])) return false;
+    if (std::bit_cast<test::RealBits>(a.data()[i]) != std::bit_cast<test::RealBits>(b.data()[i])) return false;
   return true;
 }
 
@@ -71,12 +71,12 @@ TEST_CASE("hvp of a quadratic form is its block matrix times v, and a subset giv
   const std::vector<Array> v{test::randn({1, 3}, 10), test::randn({1, 2}, 11)};
   const std::vector<Array> hv = hvp([&] { return q.loss(); }, {q.x, q.y}, v);
   // The third derivative is 0: no truncation error, only rounding (~ eps |g| / h ~ 1e-11 relative).
-  REQUIRE(relative_error(hv, q.exact(v)) < 1e-8);
+  REQUIRE(relative_error(hv, q.exact(v)) < test::tol(1e-8, 1e-2));
 
   // With respect to x alone (y held where it is): the principal submatrix A, H v = v_x A.
   const std::vector<Array> hx = hvp([&] { return q.loss(); }, {q.x}, {v[0]});
   REQUIRE(hx.size() == 1);
-  REQUIRE(relative_error(hx, {Array(xt::linalg::dot(v[0], q.A))}) < 1e-8);
+  REQUIRE(relative_error(hx, {Array(xt::linalg::dot(v[0], q.A))}) < test::tol(1e-8, 1e-2));
 }
 
 TEST_CASE("hvp of tanh compositions against their closed-form Hessians", "[curvature][hvp]") {
@@ -90,14 +90,14 @@ TEST_CASE("hvp of tanh compositions against their closed-form Hessians", "[curva
     const std::vector<Array> hv = hvp([&] { return sum(Tape::current().constant(c) * tanh(w)); }, {w}, {v});
     const Array t = xt::tanh(w0);
     const Array exact = -2.0 * c * t * (1.0 - t * t) * v;
-    REQUIRE(relative_error(hv, {exact}) < 1e-8);
+    REQUIRE(relative_error(hv, {exact}) < test::tol(1e-8, 1e-2));
   }
   SECTION("L = tanh(a . w): a rank-one Hessian") {
     // dL/dw = (1 - t^2) a with t = tanh(a . w);  H = -2 t (1 - t^2) a a^T,  H v = -2 t (1 - t^2) (a . v) a.
     const std::vector<Array> hv = hvp([&] { return tanh(sum(Tape::current().constant(a) * w)); }, {w}, {v});
     const double t = std::tanh(xt::sum(a * w0)());
     const Array exact = -2.0 * t * (1.0 - t * t) * xt::sum(a * v)() * a;
-    REQUIRE(relative_error(hv, {exact}) < 1e-8);
+    REQUIRE(relative_error(hv, {exact}) < test::tol(1e-8, 1e-2));
   }
 }
 
@@ -108,7 +108,7 @@ TEST_CASE("hvp of softmax cross-entropy against its closed-form Hessian", "[curv
   const std::size_t D = 4, C = 5;
   const Array x = test::randn({1, D}, 30);
   Parameter W(test::randn({D, C}, 31), "W");
-  Array onehot = xt::zeros<double>({std::size_t(1), C});
+  Array onehot = xt::zeros<Real>({std::size_t(1), C});
   onehot(0, 2) = 1.0;
   auto loss = [&] { return -sum(log_softmax(matmul(Tape::current().constant(x), W)) * Tape::current().constant(onehot)); };
   const Array V = test::randn({D, C}, 32);
@@ -120,11 +120,11 @@ TEST_CASE("hvp of softmax cross-entropy against its closed-form Hessian", "[curv
   const Array dz = xt::linalg::dot(x, V);
   const Array s = p * dz - p * xt::sum(p * dz)();
   const Array exact = xt::linalg::dot(xt::transpose(x), s);  // (D, 1) (1, C)
-  REQUIRE(relative_error(hv, {exact}) < 1e-7);
+  REQUIRE(relative_error(hv, {exact}) < test::tol(1e-7, 1e-2));
 
   // The same function through softmax instead of log_softmax: L = -log(softmax(z) . e_k).
   auto through_softmax = [&] { return -log(sum(softmax(matmul(Tape::current().constant(x), W)) * Tape::current().constant(onehot))); };
-  REQUIRE(relative_error(hvp(through_softmax, {W}, {V}), {exact}) < 1e-7);
+  REQUIRE(relative_error(hvp(through_softmax, {W}, {V}), {exact}) < test::tol(1e-7, 1e-2));
 }
 
 namespace {
@@ -148,7 +148,7 @@ TEST_CASE("hvp is symmetric: u . H v = v . H u", "[curvature][hvp]") {
     const std::vector<Array> u = m.direction(seed), v = m.direction(seed + 5);
     const double uHv = inner(u, H(v)), vHu = inner(v, H(u));
     INFO("seed " << seed << ": u.Hv = " << uHv << ", v.Hu = " << vHu);
-    REQUIRE(std::abs(uHv - vHu) <= 1e-7 * (std::abs(uHv) + std::abs(vHu)));
+    REQUIRE(std::abs(uHv - vHu) <= test::tol(1e-7, 1e-3) * (std::abs(uHv) + std::abs(vHu)));
   }
   REQUIRE(H.gradients() == 12);  // two gradients per product
   REQUIRE(H.size() == 4 * 3 + 3 * 3);
@@ -180,7 +180,8 @@ TEST_CASE("hvp's error falls like h^2, with the leading term (h^2 / 6) D^4 L[v, 
     // The measured error is the predicted leading term, to O(h^4) / O(h^2) = O(h^2).
     const Array predicted = h * h * leading;
     INFO("h = " << h << ": |error| = " << err << ", |predicted| = " << std::sqrt(xt::sum(predicted * predicted)()));
-    REQUIRE(std::sqrt(xt::sum(xt::square(hv - exact - predicted))()) < 0.05 * err);
+    // (float32: rounding, not the h^2 term, dominates the error at these steps)
+    if (!float32_build) REQUIRE(std::sqrt(xt::sum(xt::square(hv - exact - predicted))()) < 0.05 * err);
   }
   const double n = static_cast<double>(log_h.size());
   double mx = 0, my = 0;
@@ -189,14 +190,14 @@ TEST_CASE("hvp's error falls like h^2, with the leading term (h^2 / 6) D^4 L[v, 
   for (std::size_t i = 0; i < log_h.size(); ++i) sxy += (log_h[i] - mx) * (log_err[i] - my), sxx += (log_h[i] - mx) * (log_h[i] - mx);
   const double slope = sxy / sxx;
   INFO("slope " << slope);
-  REQUIRE(slope == Approx(2.0).margin(0.05));
+  if (!float32_build) REQUIRE(slope == Approx(2.0).margin(0.05));  // float32: rounding, not h^2, dominates
 
   // The automatic step, h = cbrt(eps) max(|w|, 1) / |v| ~ 1.6e-5 here: truncation ~ 1e-10 |leading|,
   // rounding ~ eps |g| / h ~ 1e-11: both far below the tolerance the eigenvalue tools use.
   HessianVectorProduct H(loss, {w});
   const Array automatic = H({v})[0];
-  REQUIRE(H.last_step() == Approx(std::cbrt(0x1p-52) * std::max(std::sqrt(xt::sum(w0 * w0)()), 1.0)));
-  REQUIRE(std::sqrt(xt::sum(xt::square(automatic - exact))()) < 1e-9 * std::sqrt(xt::sum(exact * exact)()));
+  REQUIRE(H.last_step() == Approx(std::cbrt(std::numeric_limits<Real>::epsilon()) * std::max<double>(std::sqrt(xt::sum(w0 * w0)()), 1.0)));
+  REQUIRE(std::sqrt(xt::sum(xt::square(automatic - exact))()) < test::tol(1e-9, 1e-2) * std::sqrt(xt::sum(exact * exact)()));
 }
 
 TEST_CASE("hvp leaves every parameter's value bit for bit and its grad() untouched, also when the loss throws",
@@ -243,8 +244,8 @@ TEST_CASE("hvp: a parameter the loss does not use has a zero block; v = 0 gives 
   const std::vector<Array> v{test::randn({1, 3}, 150), Array{3.0, 4.0}, test::randn({1, 2}, 151)};
   const std::vector<Array> hv = H(v);
   REQUIRE(bool(hv[1] == Array{0.0, 0.0}));
-  REQUIRE(relative_error({hv[0], hv[2]}, q.exact({v[0], v[2]})) < 1e-8);
-  const std::vector<Array> zero{xt::zeros<double>({1, 3}), xt::zeros<double>({2}), xt::zeros<double>({1, 2})};
+  REQUIRE(relative_error({hv[0], hv[2]}, q.exact({v[0], v[2]})) < test::tol(1e-8, 1e-2));
+  const std::vector<Array> zero{xt::zeros<Real>({1, 3}), xt::zeros<Real>({2}), xt::zeros<Real>({1, 2})};
   const std::size_t gradients = H.gradients();
   REQUIRE(length(H(zero)) == 0.0);
   REQUIRE(H.gradients() == gradients);

@@ -104,7 +104,7 @@ TEST_CASE("one Parameter used by two threads at once, each on its own tape, lose
   // overwritten by the other thread, so a tape could get a second leaf for the parameter, or a leaf
   // index of the other tape.
   const std::size_t n = 4096;
-  Parameter w(xt::ones<double>({n}), "w");
+  Parameter w(xt::ones<Real>({n}), "w");
   const Array c = xt::arange<double>(static_cast<double>(n)) - 2000.0;  // integers: every sum is exact
   const int steps = 400;
   std::atomic<int> extra_leaves{0};

@@ -322,7 +322,7 @@ TEST_CASE("a hook that changes the gradient's shape", "[errors][hooks]") {
   Tape tape;
   Var x = tape.leaf(Array{1.0, 2.0, 3.0, 4.0});
   Var h = x * x; const int h_line = __LINE__;  // the error names the entry's own site
-  h.register_hook([](Array& g) { g = xt::zeros<double>({2, 2}); });
+  h.register_hook([](Array& g) { g = xt::zeros<Real>({2, 2}); });
   Var loss = sum(h);
   const std::string msg = message_of([&] { loss.backward(); });
   REQUIRE_THAT(msg, StartsWith(at("mul", h_line)) && Contains("hook") && Contains("(2, 2)") && Contains("(4,)"));
@@ -337,7 +337,7 @@ TEST_CASE("a custom backward that returns the wrong number or shape of gradients
   const std::string c = message_of([&] { sum(count).backward(); });
   REQUIRE_THAT(c, StartsWith(at("too_few", count_line)) && Contains("1 gradients for 2 inputs"));
   Var shape = tape.record("bad_shape", {a}, a.value(),
-                          [](const BackwardArgs&) -> Grads { return {Array(xt::ones<double>({5}))}; }, Site::current());
+                          [](const BackwardArgs&) -> Grads { return {Array(xt::ones<Real>({5}))}; }, Site::current());
   const int shape_line = __LINE__ - 1;
   const std::string s = message_of([&] { sum(shape).backward(); });
   REQUIRE_THAT(s, StartsWith(at("bad_shape", shape_line)) && Contains("(5,)") && Contains("(3,)"));

@@ -98,7 +98,7 @@ TEST_CASE("paths_training: its CSV files hold the measures of each run", "[exper
       REQUIRE(spectra0.size() == 2);
       for (std::size_t l = 0; l < 2; ++l) {
         const analysis::BlockSpectrum b = analysis::block_spectrum(*model.blocks[l], inputs[l]);
-        REQUIRE(std::stod(spectra0[l].at("sigma1")) == Approx(b.sigma[0]).epsilon(1e-8));
+        REQUIRE(std::stod(spectra0[l].at("sigma1")) == Approx(b.sigma[0]).epsilon(test::tol(1e-8, 1e-3)));
       }
       // Every step: the shares sum to 1; pre's skip path is the identity; the spectrum is ordered.
       for (const std::string step : {"0", "3"}) {
@@ -106,14 +106,15 @@ TEST_CASE("paths_training: its CSV files hold the measures of each run", "[exper
         for (const std::string node : {"emb", "block0", "block1"}) {
           double sum = 0.0;
           for (const auto& row : rows_of(profile, placement, seed, step, node)) sum += std::stod(row.at("share"));
-          REQUIRE(sum == Approx(1.0).epsilon(1e-8));
+          REQUIRE(sum == Approx(1.0).epsilon(test::tol(1e-8, 1e-6)));
         }
         if (placement == "pre") REQUIRE(rows_of(profile, placement, seed, step)[0].at("skip_gain") == "1");
         for (const auto& row : rows_of(spectra, placement, seed, step)) {
-          REQUIRE(row.at("converged") == "1");
+          // float32: the finite-difference JVP's noise keeps Lanczos from converging (docs/precision.md)
+          if (!float32_build) REQUIRE(row.at("converged") == "1");
           REQUIRE(std::stod(row.at("sigma1")) >= std::stod(row.at("sigma2")));
           REQUIRE(std::stod(row.at("sigma2")) >= std::stod(row.at("sigma3")));
-          REQUIRE(std::stod(row.at("jvp_error")) < 1e-5);
+          REQUIRE(std::stod(row.at("jvp_error")) < test::tol(1e-5, 1e-2));
         }
       }
       // Step 3 is a trained model: its measures moved.

@@ -50,11 +50,11 @@ double max_diff(const Array& a, const Array& b) {
 }
 
 void require_same(const Result& plain, const Result& fused) {
-  REQUIRE(max_diff(plain.y, fused.y) <= 1e-12);
+  REQUIRE(max_diff(plain.y, fused.y) <= test::tol(1e-12, 1e-5));
   REQUIRE(plain.grads.size() == fused.grads.size());
   for (std::size_t k = 0; k < plain.grads.size(); ++k) {
     INFO("gradient of input " << k);
-    REQUIRE(max_diff(plain.grads[k], fused.grads[k]) <= 1e-12);
+    REQUIRE(max_diff(plain.grads[k], fused.grads[k]) <= test::tol(1e-12, 1e-5));
   }
 }
 
@@ -88,7 +88,7 @@ TEST_CASE("fused attention (weights + mix) and the composite agree in value and 
     for (std::size_t i = 0; i < c.T; ++i) {
       double row = 0.0;
       for (std::size_t j = 0; j < c.T; ++j) row += wf.y(0, 0, i, j);
-      REQUIRE(row == Approx(1.0).epsilon(1e-14));
+      REQUIRE(row == Approx(1.0).epsilon(test::tol(1e-14, 1e-5)));
       for (std::size_t j = i + 1; j < c.T; ++j) REQUIRE(wf.y(0, 0, i, j) == 0.0);
     }
   }
@@ -150,31 +150,33 @@ TEST_CASE("gelu's backward, which reads Phi(x) off the output as y / x, equals P
     const double pdf = std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
     return cdf + x * pdf;
   };
-  const Array x = {0.0, 1e-310, -1e-310, 1e-200, -3e-300, 0.3, -0.3, 1.0, -1.0, 2.5, -2.5, 6.0, -6.0, 9.0, -9.0, 40.0,
-                   -40.0};
+  const Array x = Array(xt::xarray<double>{0.0, 1e-310, -1e-310, 1e-200, -3e-300, 0.3, -0.3, 1.0, -1.0, 2.5, -2.5, 6.0,
+                                            -6.0, 9.0, -9.0, 40.0, -40.0});  // in float32, the tiny ones are 0
   Tape tape;
   Var v = tape.leaf(x);
   sum(gelu(v)).backward();
   for (std::size_t i = 0; i < x.size(); ++i) {
     INFO("x = " << x(i));
-    REQUIRE(std::abs(v.grad()(i) - plain(x(i))) <= 1e-15 + 1e-13 * std::abs(plain(x(i))));
+    REQUIRE(std::abs(v.grad()(i) - plain(x(i))) <= test::tol(1e-15, 1e-7) + test::tol(1e-13, 2e-7) * std::abs(plain(x(i))));
   }
   const Array r = 3.0 * test::randn({200}, 11);
   Var w = tape.leaf(r);
   sum(gelu(w)).backward();
-  for (std::size_t i = 0; i < r.size(); ++i) REQUIRE(std::abs(w.grad()(i) - plain(r(i))) <= 1e-14);
+  for (std::size_t i = 0; i < r.size(); ++i) REQUIRE(std::abs(w.grad()(i) - plain(r(i))) <= test::tol(1e-14, 3e-7));
 }
 
 TEST_CASE("gelu's fused forward gives the same bits as its plain xtensor formulation", "[fused][gelu]") {
   // Plain: x * 0.5 * (1 + erf(x / sqrt 2)) through xt::erf, which xsimd evaluates in pairs of doubles.
   // All three of erf's fits (|x / sqrt 2| below 0.65, below 2.2, above), its sign, 0, -0, denormals,
   // and values where e^(-x^2 / 2) underflows.
-  Array x = 4.0 * test::randn({4000}, 5);
-  const Array special = {0.0, -0.0, 1e-310, -1e-310, 0.9, -0.9, 0.92, -0.92, 3.1, -3.1, 3.12, -3.12,
+  // The double kernel, in either build.
+  using F64 = xt::xarray<double>;
+  F64 x = 4.0 * F64(test::randn({4000}, 5));
+  const F64 special = {0.0, -0.0, 1e-310, -1e-310, 0.9, -0.9, 0.92, -0.92, 3.1, -3.1, 3.12, -3.12,
                          8.5, -8.5, 40.0, -40.0, 1e3, -1e3, 1e300, -1e300};
   std::copy(special.begin(), special.end(), x.begin());
-  const Array plain = x * 0.5 * (1.0 + xt::erf(x * (1.0 / std::numbers::sqrt2)));
-  Array fused = Array::from_shape(shape_of(x));
+  const F64 plain = x * 0.5 * (1.0 + xt::erf(x * (1.0 / std::numbers::sqrt2)));
+  F64 fused = F64::from_shape(shape_of(x));
   kernels::gelu_forward(x.data(), fused.data(), x.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
     INFO("x = " << x(i) << ", plain " << plain(i) << ", fused " << fused(i));
@@ -207,11 +209,13 @@ TEST_CASE("the kernel's erf and exp agree with the C library's", "[fused][gelu]"
 TEST_CASE("the vectorised GELU backward and softmax exponentials give the bits of their scalar loops", "[fused][gelu]") {
   // The loops run in the clone for this CPU; the scalar functions are the same code, one element at a
   // time. Equal bits show that vectorising changed nothing.
-  const Array x = 4.0 * test::randn({1001}, 6), dy = test::randn({1001}, 7);
-  Array y = Array::from_shape({1001}), dx = Array::from_shape({1001});
+  // The double kernels, in either build.
+  using F64 = xt::xarray<double>;
+  const F64 x = 4.0 * F64(test::randn({1001}, 6)), dy = test::randn({1001}, 7);
+  F64 y = F64::from_shape({1001}), dx = F64::from_shape({1001});
   kernels::gelu_forward(x.data(), y.data(), x.size());
   kernels::gelu_backward(x.data(), y.data(), dy.data(), dx.data(), x.size());
-  Array e = x;
+  F64 e = x;
   kernels::exp_shifted(e.data(), e.size(), 1.5);
   const double inv_sqrt_2pi = 0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2;
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -223,13 +227,35 @@ TEST_CASE("the vectorised GELU backward and softmax exponentials give the bits o
   }
 }
 
+TEST_CASE("the float kernels give the double kernels' results rounded once to float", "[fused][gelu]") {
+  // The float32 build's GELU and softmax exponentials: each element computed in double, stored as float.
+  using F64 = xt::xarray<double>;
+  using F32 = xt::xarray<float>;
+  const F32 x = 4.0f * F32(test::randn({1001}, 6)), dy = test::randn({1001}, 7);
+  F32 y = F32::from_shape({1001}), dx = F32::from_shape({1001}), e = x;
+  kernels::gelu_forward(x.data(), y.data(), x.size());
+  kernels::gelu_backward(x.data(), y.data(), dy.data(), dx.data(), x.size());
+  kernels::exp_shifted(e.data(), e.size(), 1.5);
+  const F64 xd = x, yd_from_float = y, dyd = dy;
+  F64 yd = F64::from_shape({1001}), dxd = F64::from_shape({1001}), ed = xd;
+  kernels::gelu_forward(xd.data(), yd.data(), xd.size());
+  kernels::gelu_backward(xd.data(), yd_from_float.data(), dyd.data(), dxd.data(), xd.size());  // Phi from the float y
+  kernels::exp_shifted(ed.data(), ed.size(), 1.5);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    INFO("x = " << x(i));
+    REQUIRE(y(i) == static_cast<float>(yd(i)));
+    REQUIRE(dx(i) == static_cast<float>(dxd(i)));
+    REQUIRE(e(i) == static_cast<float>(ed(i)));
+  }
+}
+
 TEST_CASE("each fused op's tape entry is its named forward and backward, bit for bit", "[fused][named]") {
   // The closure a fused op leaves on the tape calls its named backward (nn/*.hpp, engine/ops/reduce.hpp):
   // what the tape computes is exactly what the named pair computes on the same arrays.
   auto bits_equal = [](const Array& a, const Array& b) {
     REQUIRE(shape_of(a) == shape_of(b));
     for (std::size_t i = 0; i < a.size(); ++i)
-      REQUIRE(std::bit_cast<std::uint64_t>(a.data()[i]) == std::bit_cast<std::uint64_t>(b.data()[i]));
+      REQUIRE(std::bit_cast<test::RealBits>(a.data()[i]) == std::bit_cast<test::RealBits>(b.data()[i]));
   };
   const Array x = test::randn({2, 3, 4}, 1), w = test::randn({4}, 2), b = test::randn({4}, 3);
   const Array g = test::randn({2, 3, 4}, 4);
@@ -321,10 +347,11 @@ TEST_CASE("the fused LayerNorm and RMSNorm keep the arithmetic order of docs/lay
     mgx2 /= n;
     for (std::size_t i = 0; i < 5; ++i) {
       const double x_hat = (x(r, i) - mu) * rstd, x_hat2 = x(r, i) * rstd2;
-      REQUIRE(y(r, i) == (x(r, i) - mu) * rstd * w(i) + b(i));
-      REQUIRE(grads[0](r, i) == rstd * (g(r, i) * w(i) - mg - x_hat * mgx));
-      REQUIRE(y_rms(r, i) == x(r, i) * rstd2 * w(i));
-      REQUIRE(grads_rms[0](r, i) == rstd2 * (g(r, i) * w(i) - x_hat2 * mgx2));
+      // (each element computed in double and rounded once to the build's Real)
+      REQUIRE(y(r, i) == static_cast<Real>((x(r, i) - mu) * rstd * w(i) + b(i)));
+      REQUIRE(grads[0](r, i) == Approx(rstd * (g(r, i) * w(i) - mg - x_hat * mgx)).epsilon(test::tol(0.0, 1e-6)));
+      REQUIRE(y_rms(r, i) == static_cast<Real>(x(r, i) * rstd2 * w(i)));
+      REQUIRE(grads_rms[0](r, i) == Approx(rstd2 * (g(r, i) * w(i) - x_hat2 * mgx2)).epsilon(test::tol(0.0, 1e-6)));
     }
   }
 }

@@ -23,14 +23,14 @@ namespace fs = std::filesystem;
 
 TEST_CASE("npy: float64 and int64 arrays round-trip bit for bit", "[train][npy]") {
   TempDir dir("npy");
-  const Array a = Array{{1.0, -0.0, 1e-300}, {std::numeric_limits<double>::max(), -INFINITY, 0.1}};
+  const Array a = Array{{1.0, -0.0, std::numeric_limits<Real>::denorm_min()}, {std::numeric_limits<Real>::max(), -INFINITY, 0.1}};
   write_file_atomically(dir.path / "a.npy", npy_bytes(a));
-  REQUIRE(same_bits(read_npy_f8(dir.path / "a.npy", {2, 3}), a));
+  REQUIRE(same_bits(read_npy_real(dir.path / "a.npy", {2, 3}), a));
 
   for (const Array& x : {Array(test::randn({4}, 1)), Array(test::randn({2, 3, 4}, 2)), Array(3.5),
                          Array(Array::from_shape({0, 3}))}) {
     write_file_atomically(dir.path / "x.npy", npy_bytes(x));
-    REQUIRE(same_bits(read_npy_f8(dir.path / "x.npy", shape_of(x)), x));
+    REQUIRE(same_bits(read_npy_real(dir.path / "x.npy", shape_of(x)), x));
   }
   const IndexArray ids = {{0, -1, std::numeric_limits<std::int64_t>::max()}, {5, 6, std::numeric_limits<std::int64_t>::min()}};
   write_file_atomically(dir.path / "ids.npy", npy_bytes(ids));
@@ -43,11 +43,12 @@ TEST_CASE("npy: the header is NumPy's format 1.0", "[train][npy]") {
   const std::size_t header_len = static_cast<unsigned char>(bytes[8]) + 256 * static_cast<unsigned char>(bytes[9]);
   REQUIRE((10 + header_len) % 64 == 0);  // the data is 64-byte aligned
   const std::string header = bytes.substr(10, header_len);
-  REQUIRE(header.rfind("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", 0) == 0);
+  const std::string descr = float32_build ? "'<f4'" : "'<f8'";  // the build's gs::Real
+  REQUIRE(header.rfind("{'descr': " + descr + ", 'fortran_order': False, 'shape': (2, 3), }", 0) == 0);
   REQUIRE(header.back() == '\n');
-  REQUIRE(bytes.size() == 10 + header_len + 6 * 8);
-  double first;
-  std::memcpy(&first, bytes.data() + 10 + header_len, 8);
+  REQUIRE(bytes.size() == 10 + header_len + 6 * sizeof(Real));
+  Real first;
+  std::memcpy(&first, bytes.data() + 10 + header_len, sizeof(Real));
   REQUIRE(first == 1.0);
   REQUIRE(npy_bytes(IndexArray{4, 5}).find("'descr': '<i8'") != std::string::npos);
   REQUIRE(npy_bytes(IndexArray{4}).find("'shape': (1,)") != std::string::npos);
@@ -59,35 +60,38 @@ TEST_CASE("npy: a file that is not the one xtensor writes for the expected shape
   const fs::path f = dir.path / "w.npy";
   const std::string name = f.string();
   const Shape shape{2, 2};
-  REQUIRE_THROWS_WITH(read_npy_f8(dir.path / "none.npy", shape), Catch::Contains("none.npy"));
+  REQUIRE_THROWS_WITH(read_npy_real(dir.path / "none.npy", shape), Catch::Contains("none.npy"));
 
   const std::string good = npy_bytes(Array{{1.0, 2.0}, {3.0, 4.0}});
   auto refused = [&](const std::string& bytes, const std::string& what) {
     overwrite(f, bytes);
-    REQUIRE_THROWS_WITH(read_npy_f8(f, shape), Catch::StartsWith(name + ": ") && Catch::Contains(what));
+    REQUIRE_THROWS_WITH(read_npy_real(f, shape), Catch::StartsWith(name + ": ") && Catch::Contains(what));
   };
-  refused("not an npy file at all", "22 bytes, fewer than the data of a float64 .npy of shape (2, 2) (truncated or corrupt)");
-  refused(good.substr(0, good.size() - 3), "157 bytes, not the 160 of a float64 .npy of shape (2, 2) (truncated or corrupt)");
+  const std::string real = float32_build ? "float32" : "float64", f8 = float32_build ? "<f4" : "<f8";
+  refused("not an npy", "10 bytes, fewer than the data of a " + real + " .npy of shape (2, 2) (truncated or corrupt)");
+  refused(good.substr(0, good.size() - 3), std::to_string(good.size() - 3) + " bytes, not the " + std::to_string(good.size()) +
+                                               " of a " + real + " .npy of shape (2, 2) (truncated or corrupt)");
   refused(good + "xx", "truncated or corrupt");
   refused(good.substr(0, 40), "truncated or corrupt");
   // The size is right, the header is not: another shape, dtype, order, version or magic.
   std::string other = good;
   other.replace(other.find("(2, 2)"), 6, "(4,)  ");
-  refused(other, "its header is not that of a float64 .npy of shape (2, 2)");
+  refused(other, "its header is not that of a " + real + " .npy of shape (2, 2)");
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"False", "True "}, {"<f8", ">f8"}, {"<f8", "<i8"}, {std::string("\x01\x00", 2), std::string("\x04\x00", 2)},
-           {"NUMPY", "NUMPZ"}}) {
+           {"False", "True "}, {f8, ">" + f8.substr(1)}, {f8, "<i" + f8.substr(2)},
+           {std::string("\x01\x00", 2), std::string("\x04\x00", 2)}, {"NUMPY", "NUMPZ"}}) {
     std::string bytes = good;
     bytes.replace(bytes.find(from), from.size(), to);
-    refused(bytes, "its header is not that of a float64 .npy of shape (2, 2)");
+    refused(bytes, "its header is not that of a " + real + " .npy of shape (2, 2)");
   }
   write_file_atomically(f, npy_bytes(IndexArray{{1, 2}, {3, 4}}));
-  REQUIRE_THROWS_WITH(read_npy_f8(f, shape), Catch::Contains("its header is not that of a float64"));
+  // (float64: the same size, another header; float32: another size)
+  REQUIRE_THROWS_WITH(read_npy_real(f, shape), Catch::Contains("of a " + real + " .npy of shape (2, 2)"));
   REQUIRE(xt::all(xt::equal(read_npy_i8(f, shape), IndexArray{{1, 2}, {3, 4}})));
   REQUIRE_THROWS_WITH(read_npy_i8(f, {4}), Catch::Contains("its header is not that of a int64 .npy of shape (4,)"));
   // An expected shape too large to exist is refused before anything is allocated.
-  REQUIRE_THROWS_WITH(read_npy_f8(f, {std::size_t{1} << 40, std::size_t{1} << 40}), Catch::Contains("is too large"));
-  REQUIRE_THROWS_WITH(read_npy_f8(f, {std::size_t{1} << 40}), Catch::Contains("fewer than the data"));
+  REQUIRE_THROWS_WITH(read_npy_real(f, {std::size_t{1} << 40, std::size_t{1} << 40}), Catch::Contains("is too large"));
+  REQUIRE_THROWS_WITH(read_npy_real(f, {std::size_t{1} << 40}), Catch::Contains("fewer than the data"));
 }
 
 TEST_CASE("checkpoint: save then load restores every parameter and the optimizer state exactly",
@@ -201,7 +205,8 @@ TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra fi
     test::reseal(c);
     REQUIRE_THROWS_WITH(load_checkpoint(c, target, config), Catch::Contains("'blocks.1.attn.k.bias'") &&
                                                                 Catch::Contains(f.string()) &&
-                                                                Catch::Contains("not the 192 of a float64 .npy of shape (8,)"));
+                                                                Catch::Contains(float32_build ? "not the 160 of a float32 .npy of shape (8,)"
+                                                                                              : "not the 192 of a float64 .npy of shape (8,)"));
   }
   SECTION("corrupt file") {
     refresh();
@@ -219,6 +224,22 @@ TEST_CASE("checkpoint: a missing parameter, a wrong shape, a corrupt or extra fi
     test::reseal(c);  // listed in the manifest, but config.json has no such parameter
     REQUIRE_THROWS_WITH(load_checkpoint(c, target, config),
                         Catch::Contains("blocks.9.attn.q.weight") && Catch::Contains("implies no such file"));
+  }
+  SECTION("the other precision's checkpoint") {
+    refresh();
+    // As if the other build had written it: its config.json names the other precision.
+    const fs::path f = c / "config.json";
+    std::string text = nn::read_file(f);
+    const std::string ours = std::string("\"precision\": \"") + precision_name + "\"";
+    REQUIRE(text.find(ours) != std::string::npos);
+    const std::string other = float32_build ? "f64" : "f32";
+    text.replace(text.find(ours), ours.size(), "\"precision\": \"" + other + "\"");
+    write_file_atomically(f, text);
+    test::reseal(c);
+    REQUIRE_THROWS_WITH(load_checkpoint(c, target, config),
+                        Catch::Contains(f.string() + ": the checkpoint's arrays are " + other + ", this build's are " +
+                                        precision_name + " (read it with a build configured -DGRADSCOPE_PRECISION=" + other + ")"));
+    REQUIRE(same_bits(target.head.weight.value(), before));  // nothing loaded
   }
   SECTION("another architecture") {
     refresh();
@@ -293,7 +314,7 @@ TEST_CASE("dump: config, parameters, gradients, batch and loss of one batch", "[
   REQUIRE_NOTHROW(files.refuse_unlisted_files());
   REQUIRE(xt::all(xt::equal(read_npy_i8(dir.path / "batch" / "inputs.npy", {2, 3}), batch.inputs)));
   REQUIRE(xt::all(xt::equal(read_npy_i8(dir.path / "batch" / "targets.npy", {2, 3}), batch.targets)));
-  const Array l = read_npy_f8(dir.path / "loss.npy", {1});
+  const Array l = read_npy_real(dir.path / "loss.npy", {1});
   REQUIRE(shape_of(l) == Shape{1});
   REQUIRE(l(0) == loss);
 
@@ -305,8 +326,8 @@ TEST_CASE("dump: config, parameters, gradients, batch and loss of one batch", "[
   again.backward();
   for (const NamedParameter& p : model.named_parameters()) {
     INFO(p.name);
-    REQUIRE(same_bits(read_npy_f8(dir.path / "params" / (p.name + ".npy"), p.parameter.shape()), p.parameter.value()));
-    REQUIRE(same_bits(read_npy_f8(dir.path / "grads" / (p.name + ".npy"), p.parameter.shape()), p.parameter.grad()));
+    REQUIRE(same_bits(read_npy_real(dir.path / "params" / (p.name + ".npy"), p.parameter.shape()), p.parameter.value()));
+    REQUIRE(same_bits(read_npy_real(dir.path / "grads" / (p.name + ".npy"), p.parameter.shape()), p.parameter.grad()));
   }
   REQUIRE(fs::exists(dir.path / "params" / "ln_f.weight.npy"));
   Tape::current().reset();

@@ -268,7 +268,7 @@ TEST_CASE("fuzz: corrupted .npy bytes give an array or a gs::Error", "[io][fuzz]
     }
     INFO("case " << c << ": " << what);
     try {
-      if (below(rng, 2)) parse_npy_f8(bytes, "x.npy", shapes[which]);
+      if (below(rng, 2)) parse_npy_real(bytes, "x.npy", shapes[which]);
       else parse_npy_i8(bytes, "x.npy", shapes[which]);
       ++read;
     } catch (const Error& e) {

@@ -113,9 +113,9 @@ TEST_CASE("Adam: the first step moves every weight by about lr against its gradi
   m.set_grads(Array{0.5, -3.0}, mat(1e-3));
   adam.step(0.01);
   // m_hat = g and v_hat = g^2 after one step, so the update is lr * g / (|g| + eps).
-  REQUIRE(m.a.value()(0) == Approx(1.0 - 0.01 * 0.5 / (0.5 + 1e-8)).epsilon(1e-14));
-  REQUIRE(m.a.value()(1) == Approx(-2.0 + 0.01 * 3.0 / (3.0 + 1e-8)).epsilon(1e-14));
-  REQUIRE(m.b.value()(0, 0) == Approx(0.5 - 0.01 * 1e-3 / (1e-3 + 1e-8)).epsilon(1e-14));
+  REQUIRE(m.a.value()(0) == Approx(1.0 - 0.01 * 0.5 / (0.5 + 1e-8)).epsilon(test::tol(1e-14, 1e-5)));
+  REQUIRE(m.a.value()(1) == Approx(-2.0 + 0.01 * 3.0 / (3.0 + 1e-8)).epsilon(test::tol(1e-14, 1e-5)));
+  REQUIRE(m.b.value()(0, 0) == Approx(0.5 - 0.01 * 1e-3 / (1e-3 + 1e-8)).epsilon(test::tol(1e-14, 1e-5)));
   REQUIRE(adam.slot(0, 0)(1) == Approx(0.1 * -3.0));         // m = (1 - b1) g
   REQUIRE(adam.slot(1, 0)(1) == Approx(0.001 * 9.0));        // v = (1 - b2) g^2
 }
@@ -141,8 +141,8 @@ TEST_CASE("Adam, Adam with L2 and AdamW agree with a scalar reference over three
       t0 = r0.step(t0, g[0], lr);
       t1 = r1.step(t1, g[1], lr);
       INFO("kind " << kind);
-      REQUIRE(m.a.value()(0) == Approx(t0).epsilon(1e-13));
-      REQUIRE(m.a.value()(1) == Approx(t1).epsilon(1e-13));
+      REQUIRE(m.a.value()(0) == Approx(t0).epsilon(test::tol(1e-13, 1e-5)));
+      REQUIRE(m.a.value()(1) == Approx(t1).epsilon(test::tol(1e-13, 1e-5)));
     }
     REQUIRE(adam.steps() == 3);
   }
@@ -164,7 +164,7 @@ TEST_CASE("Adam's vectorised update gives the bits of the same formulas run one 
     o.decoupled = decoupled;
     Adam adam(model.named_parameters(), o);
     const double lr = 0.01;
-    Array theta = model.w.value(), m = xt::zeros<double>(theta.shape()), v = m;
+    Array theta = model.w.value(), m = xt::zeros<Real>(theta.shape()), v = m;
     for (int t = 1; t <= 3; ++t) {
       const Array g = test::randn({7, 143}, 10 + static_cast<unsigned>(t));
       model.w.grad() = g;
@@ -191,8 +191,8 @@ TEST_CASE("AdamW's decay is decoupled: with a zero gradient it only shrinks thet
   Adam adamw(m.named_parameters(), adamw_options(0.1));
   m.set_grads(Array{0.0, 0.0}, mat(0.0));
   adamw.step(0.5);
-  REQUIRE(m.a.value()(0) == Approx(1.0 * (1 - 0.5 * 0.1)).epsilon(1e-15));
-  REQUIRE(m.a.value()(1) == Approx(-2.0 * (1 - 0.5 * 0.1)).epsilon(1e-15));
+  REQUIRE(m.a.value()(0) == Approx(1.0 * (1 - 0.5 * 0.1)).epsilon(test::tol(1e-15, 1e-5)));
+  REQUIRE(m.a.value()(1) == Approx(-2.0 * (1 - 0.5 * 0.1)).epsilon(test::tol(1e-15, 1e-5)));
 }
 
 TEST_CASE("optimizers skip frozen parameters, zero_grad clears gradients, make_optimizer checks names",
@@ -321,11 +321,11 @@ TEST_CASE("RAdam: six steps by hand, five of momentum on m_hat, then the first r
   for (int t = 0; t < 5; ++t) {
     model.w.grad() = Array{2.0};
     radam.step(0.1);
-    REQUIRE(model.w.value()(0) == Approx(after[t]).margin(1e-15));
+    REQUIRE(model.w.value()(0) == Approx(after[t]).margin(test::tol(1e-15, 1e-5)));
   }
   model.w.grad() = Array{2.0};
   radam.step(0.1);
-  REQUIRE(model.w.value()(0) == Approx(-0.00258211111).margin(1e-12));
+  REQUIRE(model.w.value()(0) == Approx(-0.00258211111).margin(test::tol(1e-12, 1e-5)));
   REQUIRE(radam.name() == "radam");
 }
 
@@ -351,7 +351,9 @@ TEST_CASE("RAdam agrees bit for bit with a scalar reference over ten steps, with
       radam.step(lr);
       for (std::size_t i = 0; i < theta.size(); ++i) theta.data()[i] = reference[i].step(theta.data()[i], g.data()[i], lr);
       INFO("kind " << kind << ", step " << t);
-      REQUIRE(bool(model.w.value() == theta));
+      // float32 keeps m and v as floats, the reference in double: equal to float precision only.
+      if constexpr (float32_build) REQUIRE(xt::allclose(model.w.value(), theta, 1e-5, 1e-7));
+      else REQUIRE(bool(model.w.value() == theta));
     }
   }
 }

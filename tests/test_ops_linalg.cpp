@@ -28,7 +28,7 @@ Array naive_matmul(const Array& a, const Array& b, const Shape& batch) {
   so.insert(so.end(), {n, m});
   const Array A = xt::broadcast(a, sa);
   const Array B = xt::broadcast(b, sb);
-  Array C = xt::zeros<double>(so);
+  Array C = xt::zeros<Real>(so);
   const std::size_t count = std::accumulate(batch.begin(), batch.end(), std::size_t{1}, std::multiplies<>());
   for (std::size_t t = 0; t < count; ++t)
     for (std::size_t i = 0; i < n; ++i)
@@ -70,7 +70,7 @@ TEST_CASE("matmul matches a naive triple loop, including broadcast batch dimensi
     const Array a = test::randn(c.a, ++seed), b = test::randn(c.b, ++seed);
     Var y = matmul(tape.leaf(a), tape.leaf(b));
     REQUIRE(y.shape() == c.out);
-    REQUIRE(xt::allclose(y.value(), naive_matmul(a, b, c.batch), 0.0, 1e-12));
+    REQUIRE(xt::allclose(y.value(), naive_matmul(a, b, c.batch), 0.0, test::tol(1e-12, 1e-5)));
   }
 }
 
@@ -89,18 +89,18 @@ TEST_CASE("matmul's gradients are G B^T and A^T G, summed over a broadcast batch
   Var a = tape.leaf(av), b = tape.leaf(bv);
   sum(matmul(a, b) * tape.constant(w)).backward();
   // dL/dA = sum over the batch of W_t B_t^T; dL/dB_t = A^T W_t.
-  Array expected_a = xt::zeros<double>({3, 4});
+  Array expected_a = xt::zeros<Real>({3, 4});
   for (std::size_t t = 0; t < 2; ++t)
     for (std::size_t i = 0; i < 3; ++i)
       for (std::size_t l = 0; l < 4; ++l)
         for (std::size_t j = 0; j < 5; ++j) expected_a(i, l) += w(t, i, j) * bv(t, l, j);
-  REQUIRE(xt::allclose(a.grad(), expected_a, 0.0, 1e-12));
-  Array expected_b = xt::zeros<double>({2, 4, 5});
+  REQUIRE(xt::allclose(a.grad(), expected_a, 0.0, test::tol(1e-12, 1e-5)));
+  Array expected_b = xt::zeros<Real>({2, 4, 5});
   for (std::size_t t = 0; t < 2; ++t)
     for (std::size_t l = 0; l < 4; ++l)
       for (std::size_t j = 0; j < 5; ++j)
         for (std::size_t i = 0; i < 3; ++i) expected_b(t, l, j) += av(i, l) * w(t, i, j);
-  REQUIRE(xt::allclose(b.grad(), expected_b, 0.0, 1e-12));
+  REQUIRE(xt::allclose(b.grad(), expected_b, 0.0, test::tol(1e-12, 1e-5)));
 }
 
 TEST_CASE("matmul with a shared operand: x x^T, x x, and x on both sides of a chain", "[linalg][matmul][shared]") {
@@ -118,16 +118,16 @@ TEST_CASE("matmul with a shared operand: x x^T, x x, and x on both sides of a ch
     for (std::size_t l = 0; l < 4; ++l) {
       double col = 0.0;
       for (std::size_t r = 0; r < 3; ++r) col += xv(r, l);
-      REQUIRE(x.grad()(i, l) == Approx(2.0 * col).epsilon(1e-12));
+      REQUIRE(x.grad()(i, l) == Approx(2.0 * col).epsilon(test::tol(1e-12, 1e-5)));
     }
 }
 
 TEST_CASE("batched_matmul's transpose flags read the last two axes transposed", "[linalg][matmul]") {
   const Array a = test::randn({2, 4, 3}, 15), b = test::randn({2, 5, 4}, 16);
   const Array at = xt::transpose(a, {0, 2, 1}), bt = xt::transpose(b, {0, 2, 1});
-  REQUIRE(xt::allclose(batched_matmul(a, true, b, true), naive_matmul(at, bt, {2}), 0.0, 1e-12));
-  REQUIRE(xt::allclose(batched_matmul(a, true, bt, false), naive_matmul(at, bt, {2}), 0.0, 1e-12));
-  REQUIRE(xt::allclose(batched_matmul(at, false, b, true), naive_matmul(at, bt, {2}), 0.0, 1e-12));
+  REQUIRE(xt::allclose(batched_matmul(a, true, b, true), naive_matmul(at, bt, {2}), 0.0, test::tol(1e-12, 1e-5)));
+  REQUIRE(xt::allclose(batched_matmul(a, true, bt, false), naive_matmul(at, bt, {2}), 0.0, test::tol(1e-12, 1e-5)));
+  REQUIRE(xt::allclose(batched_matmul(at, false, b, true), naive_matmul(at, bt, {2}), 0.0, test::tol(1e-12, 1e-5)));
 }
 
 // ---- permute and transpose ----

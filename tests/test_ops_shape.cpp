@@ -29,7 +29,7 @@ TEST_CASE("reshape keeps the row-major order of the values and infers one -1", "
     REQUIRE(y.shape() == c.expected);
     for (std::size_t i = 0; i < xv.size(); ++i) REQUIRE(y.value().data()[i] == xv.data()[i]);
   }
-  Var one = tape.leaf(xt::ones<double>({1, 1}) * 2.5);
+  Var one = tape.leaf(xt::ones<Real>({1, 1}) * 2.5);
   Var scalar = reshape(one, {});
   REQUIRE(scalar.shape() == Shape{});
   REQUIRE(scalar.value()() == 2.5);
@@ -64,7 +64,7 @@ TEST_CASE("reshape passes gradcheck, and its gradient has the input's shape", "[
   Var x = tape.leaf(test::randn({2, 3}, 6));
   sum(reshape(x, {-1}) * 2.0).backward();
   REQUIRE(x.grad().shape() == x.value().shape());
-  REQUIRE(xt::allclose(x.grad(), xt::ones<double>({2, 3}) * 2.0));
+  REQUIRE(xt::allclose(x.grad(), xt::ones<Real>({2, 3}) * 2.0));
 }
 
 // ---- slice ----
@@ -161,7 +161,7 @@ TEST_CASE("split cuts an axis into consecutive pieces", "[shape][split]") {
   Var back = concat(pieces, 1);
   REQUIRE(back.value() == xv);
   sum(back).backward();
-  REQUIRE(x.grad() == xt::ones<double>({2, 6}));
+  REQUIRE(x.grad() == xt::ones<Real>({2, 6}));
   REQUIRE(split(x, 0, {2}).size() == 1);
   REQUIRE(split(x, 1, {0, 6})[0].shape() == Shape{2, 0});
 }

@@ -339,7 +339,7 @@ TEST_CASE("a checkpoint holding a NaN weight is refused naming the tensor", "[re
   test::TinyRun run(5);
   nn::save_checkpoint(dir.path / "ck", "test", run.model, run.model.config, 1, &run.adam);
   const fs::path file = dir.path / "ck" / "head.bias.npy";
-  Array bias = nn::parse_npy_f8(nn::read_file(file), file.string(), {7});
+  Array bias = nn::parse_npy_real(nn::read_file(file), file.string(), {7});
   bias.data()[1] = std::numeric_limits<double>::quiet_NaN();
   test::overwrite(file, nn::npy_bytes(bias));
   test::reseal(dir.path / "ck");

@@ -118,30 +118,48 @@ double erf_like_xsimd(double a) { return erf_inline(a); }
 // Each loop is cloned for AVX-512, AVX2 and plain x86-64; the loader picks the clone for the CPU.
 #define GS_PER_CPU __attribute__((target_clones("avx512f", "avx2", "default")))
 
-GS_PER_CPU void gelu_forward(const double* x, double* y, std::size_t n) {
+// The loops, for double or float arrays: each element is computed in double and stored in the array's
+// type, so the float build's GELU and softmax round once, at the end.
+template <class T>
+GS_INLINE void gelu_forward_loop(const T* x, T* y, std::size_t n) {
   const double inv_sqrt2 = 1.0 / std::numbers::sqrt2;
   // At x = -inf the product is -inf * 0 = NaN; the limit is 0 (gelu(-1e300) is already -0): -0 there.
   for (std::size_t i = 0; i < n; ++i) {
-    const double y_i = x[i] * 0.5 * (1.0 + erf_inline(x[i] * inv_sqrt2));
-    y[i] = x[i] == -INFINITY ? -0.0 : y_i;
+    const double x_i = x[i];
+    const double y_i = x_i * 0.5 * (1.0 + erf_inline(x_i * inv_sqrt2));
+    y[i] = static_cast<T>(x_i == -INFINITY ? -0.0 : y_i);
   }
 }
 
-GS_PER_CPU void gelu_backward(const double* x, const double* y, const double* dy, double* dx, std::size_t n) {
+template <class T>
+GS_INLINE void gelu_backward_loop(const T* x, const T* y, const T* dy, T* dx, std::size_t n) {
   const double inv_sqrt_2pi = 0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2;
   for (std::size_t i = 0; i < n; ++i) {
     // Phi(x) = y / x saves a second erf. At x = 0, and for |x| < 1e-300 where x Phi(x) would lose
     // digits, Phi = 1/2.
     // At +-inf, y / x and x phi(x) are inf / inf and inf * 0: their limits are Phi = 1 or 0 and 0.
-    const bool infinite = std::fabs(x[i]) == INFINITY;
-    const double cdf = infinite ? (x[i] > 0.0 ? 1.0 : 0.0) : std::fabs(x[i]) >= 1e-300 ? y[i] / x[i] : 0.5;
-    const double pdf = inv_sqrt_2pi * exp_inline(-0.5 * x[i] * x[i]);
-    dx[i] = dy[i] * (cdf + (infinite ? 0.0 : x[i] * pdf));
+    const double x_i = x[i];
+    const bool infinite = std::fabs(x_i) == INFINITY;
+    const double cdf = infinite ? (x_i > 0.0 ? 1.0 : 0.0) : std::fabs(x_i) >= 1e-300 ? y[i] / x_i : 0.5;
+    const double pdf = inv_sqrt_2pi * exp_inline(-0.5 * x_i * x_i);
+    dx[i] = static_cast<T>(dy[i] * (cdf + (infinite ? 0.0 : x_i * pdf)));
   }
 }
 
-GS_PER_CPU void exp_shifted(double* v, std::size_t n, double shift) {
-  for (std::size_t i = 0; i < n; ++i) v[i] = exp_inline(v[i] - shift);
+template <class T>
+GS_INLINE void exp_shifted_loop(T* v, std::size_t n, double shift) {
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(exp_inline(v[i] - shift));
 }
+
+GS_PER_CPU void gelu_forward(const double* x, double* y, std::size_t n) { gelu_forward_loop(x, y, n); }
+GS_PER_CPU void gelu_forward(const float* x, float* y, std::size_t n) { gelu_forward_loop(x, y, n); }
+GS_PER_CPU void gelu_backward(const double* x, const double* y, const double* dy, double* dx, std::size_t n) {
+  gelu_backward_loop(x, y, dy, dx, n);
+}
+GS_PER_CPU void gelu_backward(const float* x, const float* y, const float* dy, float* dx, std::size_t n) {
+  gelu_backward_loop(x, y, dy, dx, n);
+}
+GS_PER_CPU void exp_shifted(double* v, std::size_t n, double shift) { exp_shifted_loop(v, n, shift); }
+GS_PER_CPU void exp_shifted(float* v, std::size_t n, double shift) { exp_shifted_loop(v, n, shift); }
 
 }  // namespace gs::kernels

@@ -17,13 +17,16 @@ namespace gs::kernels {
 // GELU forward: y[i] = x[i] Phi(x[i]) = x[i] / 2 (1 + erf(x[i] / sqrt 2)), bit for bit what xtensor's
 // x * 0.5 * (1.0 + xt::erf(x / sqrt 2)) gives on elements it evaluates in pairs (all, for even n).
 void gelu_forward(const double* x, double* y, std::size_t n);
+void gelu_forward(const float* x, float* y, std::size_t n);  // each element in double, rounded once
 
 // GELU backward: dx[i] = dy[i] (Phi(x[i]) + x[i] phi(x[i])), with phi(x) = e^(-x^2 / 2) / sqrt(2 pi)
 // and Phi(x) read off the forward's output as y / x (1/2 where |x| < 1e-300).
 void gelu_backward(const double* x, const double* y, const double* dy, double* dx, std::size_t n);
+void gelu_backward(const float* x, const float* y, const float* dy, float* dx, std::size_t n);
 
 // Softmax's exponentials: v[i] = e^(v[i] - shift) for i < n.
 void exp_shifted(double* v, std::size_t n, double shift);
+void exp_shifted(float* v, std::size_t n, double shift);
 
 // The scalar functions the loops are made of, for the tests.
 double erf_like_xsimd(double a);  // erf(a), within 1e-14 of std::erf

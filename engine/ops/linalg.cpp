@@ -17,6 +17,13 @@ void gemm(bool transpose_a, bool transpose_b, std::size_t n, std::size_t m, std:
               static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
 }
 
+void gemm(bool transpose_a, bool transpose_b, std::size_t n, std::size_t m, std::size_t k, float alpha,
+          const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
+  cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
+              static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+
 Array batched_matmul(const Array& a, bool transpose_a, const Array& b, bool transpose_b) {
   const std::size_t ra = a.dimension(), rb = b.dimension();
   // op(a) is (n, k) and op(b) is (k, m), read off the last two axes.

@@ -22,10 +22,12 @@ Var transpose(const Var& x, int axis0 = -2, int axis1 = -1, Site site = Site::cu
 // or m's last-two-axes transpose. The building block of matmul's forward and backward.
 Array batched_matmul(const Array& a, bool transpose_a, const Array& b, bool transpose_b);
 
-// C = alpha op(A) op(B) + beta C on raw row-major matrices (BLAS dgemm): op(A) is (n, k), op(B) is
+// C = alpha op(A) op(B) + beta C on raw row-major matrices (BLAS dgemm, or sgemm for float): op(A) is (n, k), op(B) is
 // (k, m), C is (n, m); lda, ldb, ldc are the row strides, larger than a row when the matrix is a block
 // of a wider array (one attention head's columns of a (T, C) matrix).
 void gemm(bool transpose_a, bool transpose_b, std::size_t n, std::size_t m, std::size_t k, double alpha,
           const double* a, std::size_t lda, const double* b, std::size_t ldb, double beta, double* c, std::size_t ldc);
+void gemm(bool transpose_a, bool transpose_b, std::size_t n, std::size_t m, std::size_t k, float alpha,
+          const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc);
 
 }  // namespace gs

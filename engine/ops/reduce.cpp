@@ -67,7 +67,7 @@ Var max(const Var& x, const std::vector<int>& axes, bool keepdims, Site site) {
   const Shape keep = kept_shape(from, ax);
   return x.tape(site).record("max", {x}, std::move(value), [keep, from, ax](const BackwardArgs& g) -> Grads {
     Array top = spread(g.out, keep, from);
-    Array is_max = xt::cast<double>(xt::equal(g.in(0), top));
+    Array is_max = xt::cast<Real>(xt::equal(g.in(0), top));
     Array ties = sum_keepdims(is_max, ax);
     return {is_max * spread(g.grad, keep, from) / ties};
   }, site);
@@ -107,10 +107,10 @@ Var log_softmax(const Var& x, int axis, Site site) {
 double cross_entropy_forward(const Array& logits, const IndexArray& targets) {
   const std::size_t classes = logits.shape().back(), rows = targets.size();
   // Row by row: loss_r = logsumexp(z_r) - z_r[t_r], the loss is their mean.
-  const double* z = logits.data();
+  const Real* z = logits.data();
   double total = 0.0;
   for (std::size_t r = 0; r < rows; ++r) {
-    const double* row = z + r * classes;
+    const Real* row = z + r * classes;
     const double m = *std::max_element(row, row + classes);
     double s = 0.0;
     for (std::size_t c = 0; c < classes; ++c) s += std::exp(row[c] - m);
@@ -125,8 +125,8 @@ Array cross_entropy_backward(double grad, const Array& logits, const IndexArray&
   Array dz = Array::from_shape(shape_of(logits));  // (..., C)
   const double scale = grad / static_cast<double>(rows);
   for (std::size_t r = 0; r < rows; ++r) {
-    const double* row = logits.data() + r * classes;
-    double* out = dz.data() + r * classes;
+    const Real* row = logits.data() + r * classes;
+    Real* out = dz.data() + r * classes;
     const double m = *std::max_element(row, row + classes);
     double s = 0.0;
     for (std::size_t c = 0; c < classes; ++c) s += (out[c] = std::exp(row[c] - m));

@@ -68,7 +68,7 @@ Var slice(const Var& x, int axis, std::size_t start, std::size_t stop, Site site
   Array value = axis_view(x.value(), a, start, stop);
   // y = x[start:stop] along the axis: the gradient goes back into those positions, zeros elsewhere.
   return x.tape(site).record("slice", {x}, std::move(value), [from, a, start, stop](const BackwardArgs& g) -> Grads {
-    Array dx = xt::zeros<double>(from);
+    Array dx = xt::zeros<Real>(from);
     xt::noalias(axis_view(dx, a, start, stop)) = g.grad;
     return {std::move(dx)};
   }, site);
@@ -128,16 +128,16 @@ Var gather_rows(const Var& table, const IndexArray& ids, Site site) {
   Shape out_shape = shape_of(ids);
   out_shape.insert(out_shape.end(), ts.begin() + 1, ts.end());
   Array value = Array::from_shape(out_shape);
-  const double* from = table.value().data();
+  const Real* from = table.value().data();
   std::size_t i = 0;
   for (std::int64_t id : ids) std::copy_n(from + id * row, row, value.data() + (i++) * row);
   // out[i] = table[ids[i]]:  dL/dtable[v] = sum of dL/dout[i] over every i with ids[i] = v (scatter-add)
   return table.tape(site).record("gather_rows", {table}, std::move(value), [ids, ts, row](const BackwardArgs& g) -> Grads {
-    Array dtable = xt::zeros<double>(ts);
+    Array dtable = xt::zeros<Real>(ts);
     std::size_t i = 0;
     for (std::int64_t id : ids) {
-      const double* src = g.grad.data() + (i++) * row;
-      double* dst = dtable.data() + id * row;
+      const Real* src = g.grad.data() + (i++) * row;
+      Real* dst = dtable.data() + id * row;
       for (std::size_t j = 0; j < row; ++j) dst[j] += src[j];
     }
     return {std::move(dtable)};

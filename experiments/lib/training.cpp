@@ -94,7 +94,7 @@ void refuse_first_step(const nn::StepResult& r, std::size_t step, const std::str
   if (r.finite() || step > 0) return;
   throw Error(not_finite_text(r, step) + ", before any update, so no learning rate is at play: " +
               (suspects.empty() ? "the initialization makes it" : suspects + " makes it") +
-              " (float64 overflows past 1e308)");
+              (float32_build ? " (float32 overflows past 3.4e38)" : " (float64 overflows past 1e308)"));
 }
 
 // ---- verdicts ----

@@ -40,7 +40,8 @@ void check_finite(const json& value) {
 
 std::string config_text(const std::vector<NamedParameter>& params, const ModelConfig& config, std::size_t step,
                         const Optimizer* optimizer, const json* train) {
-  nlohmann::ordered_json doc = {{"format", format_name}, {"format_version", checkpoint_format_version}};
+  nlohmann::ordered_json doc = {
+      {"format", format_name}, {"format_version", checkpoint_format_version}, {"precision", precision_name}};
   doc.update(model_config_json(config));
   doc["step"] = step;
   if (optimizer) {
@@ -69,6 +70,10 @@ void read_config(CheckpointInfo& info, const json& doc, const std::string& file)
   if (const std::size_t v = json_count(doc.at("format_version"), "format_version", 0, 1 << 30, file); v != checkpoint_format_version)
     throw Error(file + ": format_version is " + std::to_string(v) + "; this gradscope reads version " +
                 std::to_string(checkpoint_format_version));
+  // The arrays are in the writer's precision (a checkpoint without the member is float64's).
+  if (const std::string p = doc.value("precision", "f64"); p != precision_name)
+    throw Error(file + ": the checkpoint's arrays are " + p + ", this build's are " + precision_name +
+                " (read it with a build configured -DGRADSCOPE_PRECISION=" + p + ")");
   info.config = model_config_from_json(doc, file);
   info.step = json_count(doc.at("step"), "step", 0, SIZE_MAX, file);
   if (!info.train().is_object()) throw Error(file + ": train is not a JSON object");
@@ -207,7 +212,7 @@ void load_checkpoint(const CheckpointInfo& info, Module& model, const ModelConfi
     const auto read = [&](const std::string& name, const NamedParameter& p, const std::string& what) {
       try {
         const std::string path = (info.dir / name).string();
-        values.push_back(parse_npy_f8(info.files->read(name, default_read_limit), path, p.parameter.shape()));
+        values.push_back(parse_npy_real(info.files->read(name, default_read_limit), path, p.parameter.shape()));
         if (const std::string bad = non_finite(values.back()); !bad.empty())  // behind a hand-resealed manifest
           throw Error(path + " holds " + bad + " of " + std::to_string(values.back().size()) + "; a checkpoint holds finite numbers only");
       } catch (const Error& e) {

@@ -21,7 +21,7 @@ xt::xarray<T> parse(std::string_view bytes, const std::string& file, const Shape
   const std::string what = std::string(" a ") + dtype + " .npy of shape " + shape_str(expected);
   if (bytes.size() < data)
     throw Error(file + ": " + std::to_string(bytes.size()) + " bytes, fewer than the data of" + what + " (truncated or corrupt)");
-  const std::string ours = npy_bytes(xt::xarray<T>::from_shape(expected));  // xt::dump_npy's header, then the data
+  const std::string ours = xt::dump_npy(xt::xarray<T>::from_shape(expected));  // xt::dump_npy's header, then the data
   const std::size_t header = ours.size() - data;
   if (bytes.size() != ours.size())
     throw Error(file + ": " + std::to_string(bytes.size()) + " bytes, not the " + std::to_string(ours.size()) + " of" + what +
@@ -37,11 +37,13 @@ xt::xarray<T> parse(std::string_view bytes, const std::string& file, const Shape
 std::string npy_bytes(const Array& array) { return xt::dump_npy(array); }
 std::string npy_bytes(const IndexArray& array) { return xt::dump_npy(array); }
 
-Array parse_npy_f8(std::string_view bytes, const std::string& file, const Shape& shape) { return parse<double>(bytes, file, shape, "float64"); }
+Array parse_npy_real(std::string_view bytes, const std::string& file, const Shape& shape) {
+  return parse<Real>(bytes, file, shape, float32_build ? "float32" : "float64");
+}
 IndexArray parse_npy_i8(std::string_view bytes, const std::string& file, const Shape& shape) {
   return parse<std::int64_t>(bytes, file, shape, "int64");
 }
-Array read_npy_f8(const std::filesystem::path& path, const Shape& shape) { return parse_npy_f8(read_file(path), path.string(), shape); }
+Array read_npy_real(const std::filesystem::path& path, const Shape& shape) { return parse_npy_real(read_file(path), path.string(), shape); }
 IndexArray read_npy_i8(const std::filesystem::path& path, const Shape& shape) { return parse_npy_i8(read_file(path), path.string(), shape); }
 
 }  // namespace gs::nn

@@ -24,8 +24,8 @@ void show(const char* what, const std::function<void()>& misuse) {
 int main() {
   Tape tape;
   TapeScope scope(tape);
-  const Var a = tape.leaf(xt::ones<double>({3, 4}));
-  const Var b = tape.leaf(xt::ones<double>({4, 3}));
+  const Var a = tape.leaf(xt::ones<Real>({3, 4}));
+  const Var b = tape.leaf(xt::ones<Real>({4, 3}));
   show("add (3, 4) + (4, 3)", [&] { add(a, b); });
   show("matmul (3, 4) @ (3, 4)", [&] { matmul(a, a); });
   show("sum over axis 2 of (3, 4)", [&] { sum(a, {2}); });
@@ -33,7 +33,7 @@ int main() {
   show("reshape to an overflow", [&] { reshape(a, {1L << 40, 1L << 40, 12}); });
   show("backward of a non-scalar", [&] { mul(a, a).backward(); });
   Tape other;
-  const Var c = other.leaf(xt::ones<double>({3, 4}));
+  const Var c = other.leaf(xt::ones<Real>({3, 4}));
   show("add of two tapes' values", [&] { add(a, c); });
   const Var stale = sum(mul(a, a));
   tape.reset();

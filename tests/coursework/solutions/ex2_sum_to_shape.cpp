@@ -19,7 +19,7 @@ Array sum_to_shape(const Array& grad, const Shape& shape) {
     if (to[a] != from[a] && to[a] != 1)
       fail("sum_to_shape", Site::current(), "gradient " + shape_str(from) + " is not a broadcast of " + shape_str(shape));
   }
-  Array out = xt::zeros<double>(shape);
+  Array out = xt::zeros<Real>(shape);
   // Walk grad's elements in row-major order with a multi-index; each goes to the element whose index
   // is the same with 0 on every summed axis.
   Shape index(n, 0);

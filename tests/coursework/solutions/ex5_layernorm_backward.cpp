@@ -11,11 +11,11 @@ Grads layernorm_backward(const Array& grad, const Array& x, const Array& weight,
   const std::size_t d = x.shape().back(), rows = d == 0 ? 0 : x.size() / d;
   const double n = static_cast<double>(d);
   Array dx = Array::from_shape(shape_of(x));  // (..., d)
-  Array dw = xt::zeros<double>({d});          // (d,)
-  Array db = xt::zeros<double>({d});          // (d,)
+  Array dw = xt::zeros<Real>({d});          // (d,)
+  Array db = xt::zeros<Real>({d});          // (d,)
   for (std::size_t r = 0; r < rows; ++r) {
-    const double* xr = x.data() + r * d;
-    const double* gr = grad.data() + r * d;
+    const Real* xr = x.data() + r * d;
+    const Real* gr = grad.data() + r * d;
     double mu = 0.0, var = 0.0;
     for (std::size_t i = 0; i < d; ++i) mu += xr[i] / n;
     for (std::size_t i = 0; i < d; ++i) var += (xr[i] - mu) * (xr[i] - mu) / n;
@@ -28,7 +28,7 @@ Grads layernorm_backward(const Array& grad, const Array& x, const Array& weight,
       dw(i) += gr[i] * x_hat;
       db(i) += gr[i];
     }
-    double* dxr = dx.data() + r * d;
+    Real* dxr = dx.data() + r * d;
     for (std::size_t i = 0; i < d; ++i) {
       const double x_hat = (xr[i] - mu) * rstd, g_hat = gr[i] * weight(i);
       dxr[i] = rstd * (g_hat - mean_g_hat - x_hat * mean_g_hat_x_hat);

@@ -12,7 +12,7 @@ namespace gs::coursework {
 Grads attention_backward(const Array& grad, const Array& q, const Array& k, const Array& v, std::size_t heads) {
   const std::size_t B = q.shape()[0], T = q.shape()[1], C = q.shape()[2], dh = C / heads;
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
-  Array dq = xt::zeros<double>({B, T, C}), dk = xt::zeros<double>({B, T, C}), dv = xt::zeros<double>({B, T, C});
+  Array dq = xt::zeros<Real>({B, T, C}), dk = xt::zeros<Real>({B, T, C}), dv = xt::zeros<Real>({B, T, C});
   std::vector<double> A(T * T), dA(T * T);
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t h = 0; h < heads; ++h) {
