@@ -243,7 +243,6 @@ void draw_blocks(const Cells& g, std::size_t blocks, const std::filesystem::path
 
 void report(const Cells& g, const std::vector<CurvatureScope>& scopes, const std::vector<unsigned>& seeds,
             const std::filesystem::path& dir) {
-  std::filesystem::create_directories(dir);
   const View sgd{'H', "SGD view", "lambda_H", sgd_threshold}, adam{'P', "Adam view", "lambda_P", adam_threshold(adam_beta1)};
   const Table ts = view_table(g, sgd), ta = view_table(g, adam), tb = block_table(g, scopes.size() - 1);
   std::printf("\nwhole model, SGD view: lambda_max(H) and lr_s * lambda_max(H) against 2 (means over seeds; first step "

@@ -237,7 +237,6 @@ Table summary_table(const Scan& s, double* worst) {
 }
 
 void report(const Scan& s, const std::filesystem::path& out) {
-  std::filesystem::create_directories(out);
   write_positions(s, out);
   for (std::size_t L : s.depths) {  // the tables, one set per depth
     std::printf("==== L = %zu ====\n\n", L);
