@@ -293,7 +293,6 @@ void report(const Scan& s, unsigned first_seed, double eps, std::size_t batches,
   for (std::size_t p = 0; p < n_perturbations; ++p)
     std::printf("\n%s\n%s", perturbation_titles[p], perturbation_table(s, p).to_text().c_str());
 
-  std::filesystem::create_directories(dir);
   results_csv(s, first_seed).write_csv(dir / "amplification.csv");
   slopes_csv(s).write_csv(dir / "slopes.csv");
   for (std::size_t p = 0; p < n_perturbations; ++p)

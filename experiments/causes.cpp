@@ -600,7 +600,6 @@ void run(Experiment& ex, CausesOptions& o) {
   });
   if (!runs) return;
   const std::filesystem::path dir = ex.out;
-  std::filesystem::create_directories(dir);
   const Table t = causes_table(*runs, grid, rows, corpus, o.margin);
   std::printf("\nper row, over the seeds (g0/gL, LN-in RMS, LN gain, b0 |g|/eps: the last %zu steps; |dW|/|W|: the "
               "first update with lr > 0):\n\n%s", o.window, t.to_text().c_str());

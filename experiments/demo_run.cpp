@@ -12,6 +12,7 @@
 #include "engine/var.hpp"
 #include "experiments/lib/threads.hpp"
 #include "experiments/lib/interrupt.hpp"
+#include "experiments/lib/stats.hpp"
 #include "experiments/lib/training.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer_lm.hpp"
@@ -19,11 +20,7 @@
 namespace gs::explorer {
 namespace {
 
-std::string fmt(double x, int digits = 4) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, x);
-  return buf;
-}
+using experiments::fmt;  // "%.4g" (stats.hpp)
 
 std::unique_ptr<nn::Optimizer> optimizer_of(const DemoRun& spec, nn::TransformerLM& model) {
   if (spec.change == "radam")
@@ -48,6 +45,31 @@ Probe probe_of(const nn::Corpus& corpus, std::size_t batch, std::size_t seq, uns
   std::mt19937_64 rng = nn::rng_for(seed, 0, nn::RngPurpose::probe);
   return {corpus.data.batch(nn::Split::validation, batch, seq, rng),
           nn::unigram_distribution(corpus.data.tokens(nn::Split::train), corpus.data.vocab())};
+}
+
+// The facts the page shows beside a run: its setup, its held-out loss after `updates` updates, and the
+// head's KL from the unigram distribution after the last (NaN when the run did not finish).
+std::vector<std::pair<std::string, std::string>> run_facts(const DemoRun& spec, const DemoOptions& o, const nn::Corpus& corpus,
+                                                           std::size_t updates, double held_out, double head_kl) {
+  const nn::ModelConfig& c = o.model;
+  return {{"placement", spec.placement},
+          {"warmup", std::to_string(spec.warmup) + " steps"},
+          {"model", std::to_string(c.layers) + " layers, d " + std::to_string(c.d_model) + ", " +
+                        std::to_string(c.heads) + " heads, d_ff " + std::to_string(c.ff())},
+          {"data", "Markov corpus, vocab " + std::to_string(c.vocab) + ", batch " + std::to_string(o.batch) +
+                       " x seq " + std::to_string(c.context)},
+          {"optimizer", std::string(spec.change == "radam" ? "RAdam" : "Adam") + "(0.9, 0.98, eps 1e-8), lr " + fmt(o.lr) +
+                            ", no clipping"},
+          {"intervention", spec.change.empty() || spec.change == "radam" ? "none" : spec.change + " in every block"},
+          {"seed", std::to_string(c.seed)},
+          {"steps", std::to_string(o.steps) + " updates"},
+          {"held-out loss", fmt(held_out) + " after " + std::to_string(updates) + " updates (" +
+                                std::to_string(o.eval_batches) + " batches)"},
+          {"head KL(u || p)", fmt(head_kl) +
+                                  " nats: the head's predictions on the probe batch after the last update, from "
+                                  "the unigram distribution u (0: it predicts u everywhere)"},
+          {"reference losses", "uniform log V " + fmt(corpus.uniform) + ", unigram H1 " + fmt(corpus.unigram) +
+                                   ", entropy-rate floor " + fmt(corpus.floor)}};
 }
 
 Trained train_one(const DemoRun& spec, const DemoOptions& o, const nn::Corpus& corpus) {
@@ -99,24 +121,7 @@ Trained train_one(const DemoRun& spec, const DemoOptions& o, const nn::Corpus& c
   const bool finished = step == o.steps;
   const double held_out = finished ? nn::evaluate(model, corpus.data, o.batch, T, o.eval_batches, seed) : NAN;
   const analysis::Collapse end = analysis::collapse_on(model, probe.batch.inputs, probe.unigram);
-  run.facts = {{"placement", spec.placement},
-               {"warmup", std::to_string(spec.warmup) + " steps"},
-               {"model", std::to_string(config.layers) + " layers, d " + std::to_string(config.d_model) + ", " +
-                             std::to_string(config.heads) + " heads, d_ff " + std::to_string(config.ff())},
-               {"data", "Markov corpus, vocab " + std::to_string(config.vocab) + ", batch " + std::to_string(o.batch) +
-                            " x seq " + std::to_string(T)},
-               {"optimizer", std::string(spec.change == "radam" ? "RAdam" : "Adam") + "(0.9, 0.98, eps 1e-8), lr " + fmt(o.lr) +
-                                 ", no clipping"},
-               {"intervention", spec.change.empty() || spec.change == "radam" ? "none" : spec.change + " in every block"},
-               {"seed", std::to_string(seed)},
-               {"steps", std::to_string(o.steps) + " updates"},
-               {"held-out loss", fmt(held_out) + " after " + std::to_string(step) + " updates (" +
-                                     std::to_string(o.eval_batches) + " batches)"},
-               {"head KL(u || p)", fmt(finished ? end.head.kl_to_unigram : NAN) +
-                                       " nats: the head's predictions on the probe batch after the last update, from "
-                                       "the unigram distribution u (0: it predicts u everywhere)"},
-               {"reference losses", "uniform log V " + fmt(corpus.uniform) + ", unigram H1 " + fmt(corpus.unigram) +
-                                        ", entropy-rate floor " + fmt(corpus.floor)}};
+  run.facts = run_facts(spec, o, corpus, step, held_out, finished ? end.head.kl_to_unigram : NAN);
   return {recorder.take(), held_out};
 }
 

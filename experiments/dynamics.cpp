@@ -57,7 +57,6 @@
 //
 //   build/bin/dynamics                                         defaults: post and pre, lr 1e-2
 //   build/bin/dynamics --placements post,pre,deepnorm --lr 3e-3 --steps 500 --seeds 3
-#include <chrono>
 #include <map>
 
 #include "experiments/lib/experiment.hpp"
@@ -604,7 +603,6 @@ void early_plots(const Runs& runs, const std::filesystem::path& dir) {
 }
 
 void run(Experiment& ex, DynamicsOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
   const ModelOptions& mo = ex.model;
   keep_first_of_each(o.warmups);
   nn::ModelConfig largest = mo.config();
@@ -630,7 +628,6 @@ void run(Experiment& ex, DynamicsOptions& o) {
   if (!cells) return;
   const Runs traces = runs_of(*cells, grid, o);
   const std::filesystem::path dir = ex.out;
-  std::filesystem::create_directories(dir);
   link_tables(traces, corpus, o, dir);
   early_window_table(traces, corpus, mo, o, dir);
   collapse_table(traces, o, dir);
@@ -640,9 +637,8 @@ void run(Experiment& ex, DynamicsOptions& o) {
   std::printf(
       "\nwrote %s: steps.csv, link{1..4}_*.csv, early_window.csv, collapse.csv; plots loss, output_move, ln_input_rms, "
       "att_logit_max, log_z, logit_rms, grad_ratio, ln_gain, out_cosine, dead_units, att_entropy_share, grads_<run>, "
-      "ln_input_<run>, spectral_ratio, token_share, loss_ratio (.png, .svg)\n"
-      "time: %.1f s\n",
-      dir.string().c_str(), seconds_since(start));
+      "ln_input_<run>, spectral_ratio, token_share, loss_ratio (.png, .svg)\n",
+      dir.string().c_str());
 }
 
 }  // namespace
@@ -665,5 +661,6 @@ int main(int argc, char** argv) {
   add_optimizer_flags(ex.app, o.opt, true);
   describe(ex.app, "--placements", "placements to train (comma-separated)");
   ex.check_flags = [&] { return o.warmups_below_steps(o.warmups); };
+  ex.prints_time = true;
   return ex.main(argc, argv, [&] { run(ex, o); });
 }

@@ -277,7 +277,6 @@ void report(const Scan& s, std::size_t L, unsigned first_seed, const std::string
                   s.placements()[p].c_str());
   }
 
-  std::filesystem::create_directories(dir);
   profile_csv(s, L).write_csv(std::filesystem::path(dir) / "profile.csv");
   model_table(s, L).write_csv(std::filesystem::path(dir) / "model.csv");
   if (!s.depths.empty()) {

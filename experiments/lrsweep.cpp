@@ -308,7 +308,6 @@ void write_runs_csv(const Sweep& s, const std::vector<unsigned>& seeds, const st
 }
 
 void report(const Sweep& s, const nn::Corpus& corpus, const std::vector<unsigned>& seeds, const std::filesystem::path& dir) {
-  std::filesystem::create_directories(dir);
   lr_table(s, nullptr, "final held-out loss (mean ± std over " + std::to_string(seeds.size()) +
                            " seeds; NaN: the loss became NaN/Inf)", dir, "final_loss");
   const Table sens = sensitivity_table(s, seeds.size());

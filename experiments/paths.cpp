@@ -267,7 +267,6 @@ void report(const Scan& s, unsigned first_seed, const std::string& dir) {
                           "mean(g_hat x_hat)), g_hat = g * w (all depths: ln_terms.csv)\n%s",
                   s.placements()[p].c_str(), L0, ln_table(s, p, L0).to_text().c_str());
     }
-  std::filesystem::create_directories(dir);
   ln_csv(s, first_seed).write_csv(std::filesystem::path(dir) / "ln_terms.csv");
   summary_csv(s, first_seed).write_csv(std::filesystem::path(dir) / "summary.csv");
   profile_csv(s).write_csv(std::filesystem::path(dir) / "profile.csv");

@@ -282,7 +282,6 @@ void report(const Report& rep, const nn::Corpus& corpus, std::size_t blocks, uns
   }
   std::printf("\nheld-out loss (unigram entropy H1 %.4f, the chain's entropy rate %.4f)\n%s", corpus.unigram,
               corpus.floor, final_losses.to_text().c_str());
-  std::filesystem::create_directories(dir);
   profile_csv(rep, first_seed).write_csv(std::filesystem::path(dir) / "profile.csv");
   norm_csv(rep, first_seed).write_csv(std::filesystem::path(dir) / "norm_terms.csv");
   spectrum_csv(rep, first_seed).write_csv(std::filesystem::path(dir) / "spectrum.csv");

@@ -241,9 +241,12 @@ void draw_blocks(const Cells& g, std::size_t blocks, const std::filesystem::path
   }
 }
 
-void report(const Cells& g, const std::vector<CurvatureScope>& scopes, const std::vector<unsigned>& seeds,
-            const std::filesystem::path& dir) {
-  std::filesystem::create_directories(dir);
+}  // namespace
+
+void report_sharpness(const std::vector<SharpnessRun>& runs, const Grid& grid, const SharpnessOptions& go,
+                      const std::vector<CurvatureScope>& scopes, const std::vector<unsigned>& seeds,
+                      const std::filesystem::path& dir) {
+  const Cells g{{runs, grid}, go};
   const View sgd{'H', "SGD view", "lambda_H", sgd_threshold}, adam{'P', "Adam view", "lambda_P", adam_threshold(adam_beta1)};
   const Table ts = view_table(g, sgd), ta = view_table(g, adam), tb = block_table(g, scopes.size() - 1);
   std::printf("\nwhole model, SGD view: lambda_max(H) and lr_s * lambda_max(H) against 2 (means over seeds; first step "
@@ -272,14 +275,6 @@ void report(const Cells& g, const std::vector<CurvatureScope>& scopes, const std
   std::printf("\nwrote %s: sharpness.csv (a row per run x measured step x scope), summary_sgd.csv, summary_adam.csv, "
               "blocks.csv; lambda_<placement>_lr<lr>, adam_<placement>_lr<lr>, blocks_<placement>, lr_schedule (.png, .svg)\n",
               dir.string().c_str());
-}
-
-}  // namespace
-
-void report_sharpness(const std::vector<SharpnessRun>& runs, const Grid& grid, const SharpnessOptions& go,
-                      const std::vector<CurvatureScope>& scopes, const std::vector<unsigned>& seeds,
-                      const std::filesystem::path& dir) {
-  report(Cells{{runs, grid}, go}, scopes, seeds, dir);
 }
 
 }  // namespace gs::experiments

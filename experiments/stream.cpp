@@ -214,18 +214,13 @@ Table summary_table(const Scan& s, double* worst) {
       double check = 0.0;
       for (const StreamRun* m : r) check = std::max(check, m->check);
       *worst = std::max(*worst, check);
-      auto mean = [](const std::vector<double>& v) {
-        double sum = 0.0;
-        for (double x : v) sum += x;
-        return sum / static_cast<double>(v.size());
-      };
       summary.add_row(
           {std::to_string(L), s.placements()[p], fmt(over(r, [](const StreamRun& m) { return m.loss; })),
            fmt(at(r, &StreamRun::rms, 0)), fmt(at(r, &StreamRun::rms, top)),
            fmt(over(r, [&](const StreamRun& m) { return m.rms[top] / m.rms[0]; })),
            fmt(at(r, &StreamRun::total, top)), fmt(at(r, &StreamRun::total, 0)),
            fmt(over(r, [&](const StreamRun& m) { return m.total[0] / m.total[top]; })),
-           fmt(over(r, [&](const StreamRun& m) { return mean(m.ratio); })),
+           fmt(over(r, [](const StreamRun& m) { return mean_of(m.ratio); })),
            fmt(over(r, [](const StreamRun& m) {
              double largest = 0.0;
              for (double x : m.skip_vs_next) largest = std::max(largest, x);
@@ -237,7 +232,6 @@ Table summary_table(const Scan& s, double* worst) {
 }
 
 void report(const Scan& s, const std::filesystem::path& out) {
-  std::filesystem::create_directories(out);
   write_positions(s, out);
   for (std::size_t L : s.depths) {  // the tables, one set per depth
     std::printf("==== L = %zu ====\n\n", L);

@@ -10,10 +10,12 @@
 // that decide the run (train_record), so a resumed run sees exactly the batches and learning rates the
 // uninterrupted run would have seen, and ends with the same weights, bit for bit.
 #include <chrono>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -216,6 +218,70 @@ struct Trained {
   double seconds;      // spent training (evaluations included, the final one not)
   double val_loss;     // the final validation loss
   std::size_t steps;   // steps finished: o.steps, or fewer when SIGINT/SIGTERM stopped the loop
+};
+
+// A CSV file that grows while the run goes (train.csv, eval.csv), always whole on disk: the rows are
+// kept in memory and the whole file is rewritten atomically (a temporary file, then rename) by flush(),
+// which row() also calls when a second has passed since the last write. Numbers get 10 significant digits.
+class CsvWriter {
+ public:
+  CsvWriter(std::filesystem::path path, const std::vector<std::string>& columns)
+      : path_(std::move(path)), columns_(columns.size()), last_flush_(Clock::now()) {
+    for (std::size_t i = 0; i < columns.size(); ++i) text_ += (i ? "," : "") + columns[i];
+    text_ += '\n';
+    if (path_.has_parent_path()) std::filesystem::create_directories(path_.parent_path());
+  }
+  ~CsvWriter() {  // flushes (an error then is only printed)
+    try {
+      flush();
+    } catch (const std::exception& e) {
+      std::cerr << "warning: " << e.what() << "\n";
+    }
+  }
+  CsvWriter(const CsvWriter&) = delete;
+  CsvWriter& operator=(const CsvWriter&) = delete;
+
+  void row(const std::vector<double>& values) {
+    if (values.size() != columns_)
+      throw Error("csv " + path_.string() + ": a row of " + std::to_string(values.size()) + " values for " +
+                  std::to_string(columns_) + " columns");
+    char buf[32];
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      std::snprintf(buf, sizeof buf, "%.10g", values[i]);
+      if (i) text_ += ',';
+      text_ += buf;
+    }
+    text_ += '\n';
+    dirty_ = true;
+    if (Clock::now() - last_flush_ > std::chrono::seconds(1)) flush();
+  }
+
+  // For a resumed run: keeps the rows of the file already at the path (if its header is the same) whose
+  // first value is at most `last`: the steps up to the checkpoint.
+  void keep_existing_rows(double last) {
+    if (!std::filesystem::exists(path_)) return;
+    std::istringstream old(nn::read_file(path_));
+    std::string line, header = text_.substr(0, text_.find('\n'));
+    if (!std::getline(old, line) || line != header) return;
+    while (std::getline(old, line))
+      if (!line.empty() && std::strtod(line.c_str(), nullptr) <= last) text_ += line + '\n';
+    dirty_ = true;
+  }
+
+  void flush() {
+    if (!dirty_) return;
+    mark_writing(path_);
+    nn::write_file_atomically(path_, text_);
+    dirty_ = false;
+    last_flush_ = Clock::now();
+  }
+
+ private:
+  std::filesystem::path path_;
+  std::size_t columns_;
+  std::string text_;
+  bool dirty_ = true;
+  Clock::time_point last_flush_;
 };
 
 // --out: train.csv and eval.csv (none without --out), continuing a resumed run's files from `start`.

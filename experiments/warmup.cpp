@@ -214,7 +214,6 @@ void print_corpus(const std::string& name, const nn::Corpus& c, double margin) {
 
 void report(const Runs& g, const std::vector<nn::Corpus>& corpora, const std::vector<unsigned>& seeds,
             const std::filesystem::path& dir) {
-  std::filesystem::create_directories(dir);
   for (std::size_t d = 0; d < corpora.size(); ++d) {
     print_corpus(g.go.datasets[d], corpora[d], g.go.margin);
     const Table t = corpus_table(g, d, corpora[d]);

@@ -58,28 +58,10 @@ std::size_t index_in(const std::vector<std::size_t>& values, std::size_t value) 
   return static_cast<std::size_t>(it - values.begin());
 }
 
-std::vector<std::string> labels(const std::vector<std::size_t>& values) {
-  std::vector<std::string> out;
-  for (std::size_t v : values) out.push_back(std::to_string(v));
-  return out;
-}
-
-std::vector<std::string> labels(const std::vector<unsigned>& values) {
-  std::vector<std::string> out;
-  for (unsigned v : values) out.push_back(std::to_string(v));
-  return out;
-}
-
 std::string label(double value) {
   char buf[32];
   const auto end = std::to_chars(buf, buf + sizeof buf, value).ptr;  // the shortest text that reads back exactly
   return std::string(buf, end);
-}
-
-std::vector<std::string> labels(const std::vector<double>& values) {
-  std::vector<std::string> out;
-  for (double v : values) out.push_back(label(v));
-  return out;
 }
 
 }  // namespace gs::experiments

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace gs::experiments {
@@ -55,10 +56,18 @@ struct GridRuns {
 // Where `value` is in `values` (a depth among the values of an axis "layers"); throws if it is not.
 std::size_t index_in(const std::vector<std::size_t>& values, std::size_t value);
 
-// Labels for an axis: "16"; a real number in its shortest exact form ("0.001").
-std::vector<std::string> labels(const std::vector<std::size_t>& values);
-std::vector<std::string> labels(const std::vector<unsigned>& values);
-std::vector<std::string> labels(const std::vector<double>& values);
+// Labels for an axis: a whole number as it is ("16"), a real number in its shortest exact form ("0.001").
 std::string label(double value);
+template <class T>
+std::vector<std::string> labels(const std::vector<T>& values) {
+  std::vector<std::string> out;
+  for (const T& v : values) {
+    if constexpr (std::is_floating_point_v<T>)
+      out.push_back(label(v));
+    else
+      out.push_back(std::to_string(v));
+  }
+  return out;
+}
 
 }  // namespace gs::experiments

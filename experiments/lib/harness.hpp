@@ -11,6 +11,7 @@
 //   }
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -40,9 +41,13 @@ void setup_process();
 double seconds_since(std::chrono::steady_clock::time_point start);
 
 // Removes repeats from a list flag's values, keeping the first of each in its place.
-void keep_first_of_each(std::vector<std::string>& v);
-void keep_first_of_each(std::vector<std::size_t>& v);
-void keep_first_of_each(std::vector<double>& v);
+template <class T>
+void keep_first_of_each(std::vector<T>& v) {
+  std::vector<T> kept;
+  for (const T& x : v)
+    if (std::find(kept.begin(), kept.end(), x) == kept.end()) kept.push_back(x);
+  v = std::move(kept);
+}
 // Sorts a list of depths and removes repeats (the depth scans print depths in increasing order).
 void sort_unique(std::vector<std::size_t>& v);
 

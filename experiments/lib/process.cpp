@@ -1,4 +1,4 @@
-// The process set-up and the list flags' clean-up (harness.hpp).
+// The process set-up, the clock, and the sorting of a depth list (harness.hpp).
 #include <malloc.h>
 
 #include <algorithm>
@@ -18,20 +18,6 @@ void setup_process() {
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-
-namespace {
-template <class T>
-void first_of_each(std::vector<T>& v) {
-  std::vector<T> kept;
-  for (const T& x : v)
-    if (std::find(kept.begin(), kept.end(), x) == kept.end()) kept.push_back(x);
-  v = std::move(kept);
-}
-}  // namespace
-
-void keep_first_of_each(std::vector<std::string>& v) { first_of_each(v); }
-void keep_first_of_each(std::vector<std::size_t>& v) { first_of_each(v); }
-void keep_first_of_each(std::vector<double>& v) { first_of_each(v); }
 
 void sort_unique(std::vector<std::size_t>& v) {
   std::sort(v.begin(), v.end());

@@ -44,7 +44,7 @@ struct MergedCell {
 // Every cell's result from the shards in `dirs`, in cell order. Throws gs::Error naming the directory
 // unless they are all the shards 1..N of one run of `program` with these `flags` (in any order) over
 // this grid, and every result is one that run could have written: the quantities of `blank` (the JSON
-// of a default result) and no others, each value in its range (check_values, shard_values.hpp).
+// of a default result) and no others, each value in its range (check_values, shard.cpp).
 std::vector<MergedCell> read_shards(const std::vector<std::string>& dirs, const Grid& grid, const std::string& program,
                                     const std::string& flags, const nlohmann::json& blank);
 
