@@ -28,6 +28,7 @@
 #include <malloc.h>
 #include <cblas.h>
 
+#include "engine/ops/linalg.hpp"
 #include "engine/tape.hpp"
 #include "engine/var.hpp"
 #include "experiments/lib/harness.hpp"
@@ -138,6 +139,19 @@ extern "C" void cblas_dgemm(OPENBLAS_CONST enum CBLAS_ORDER order, OPENBLAS_CONS
   if (gemm_log) gemm_log->push_back({ta == CblasTrans, tb == CblasTrans, n, m, k, cpu_now() - start});
 }
 
+// The float32 build's products, logged the same way.
+extern "C" void cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order, OPENBLAS_CONST enum CBLAS_TRANSPOSE ta,
+                            OPENBLAS_CONST enum CBLAS_TRANSPOSE tb, OPENBLAS_CONST blasint n, OPENBLAS_CONST blasint m,
+                            OPENBLAS_CONST blasint k, OPENBLAS_CONST float alpha, OPENBLAS_CONST float* a,
+                            OPENBLAS_CONST blasint lda, OPENBLAS_CONST float* b, OPENBLAS_CONST blasint ldb,
+                            OPENBLAS_CONST float beta, float* c, OPENBLAS_CONST blasint ldc) {
+  using Sgemm = decltype(&cblas_sgemm);
+  static const Sgemm openblas = reinterpret_cast<Sgemm>(dlsym(RTLD_NEXT, "cblas_sgemm"));
+  const double start = gemm_log ? cpu_now() : 0.0;
+  openblas(order, ta, tb, n, m, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (gemm_log) gemm_log->push_back({ta == CblasTrans, tb == CblasTrans, n, m, k, cpu_now() - start});
+}
+
 namespace {
 
 struct Size {
@@ -198,7 +212,7 @@ void Trainer::step(std::vector<GemmShape>* log, bool measure) {
   if (measure) {
     entries = tape.size();
     for (std::size_t i = 0; i < entries; ++i)
-      tape_values += static_cast<double>(tape.entry(static_cast<int>(i)).value.size() * sizeof(double));
+      tape_values += static_cast<double>(tape.entry(static_cast<int>(i)).value.size() * sizeof(Real));
   }
   loss.backward();
   set_gemm_log(nullptr);
@@ -218,7 +232,7 @@ Timing time_steps(Trainer& t, const std::vector<GemmShape>& gemms, int reps) {
   std::size_t most = 1;
   for (const GemmShape& g : gemms)
     most = std::max({most, std::size_t(g.n) * g.k, std::size_t(g.k) * g.m, std::size_t(g.n) * g.m});
-  std::vector<double> a(most, 0.5), b(most, 0.25), c(most, 0.0);
+  std::vector<Real> a(most, 0.5), b(most, 0.25), c(most, 0.0);  // the build's precision: dgemm or sgemm
   std::vector<GemmShape> timed;  // the gemms of one step, each with its time
   Timing out;
   for (int r = 0; r < reps; ++r) {
@@ -232,9 +246,8 @@ Timing time_steps(Trainer& t, const std::vector<GemmShape>& gemms, int reps) {
 
     t0 = cpu_now();
     for (const GemmShape& g : gemms)
-      cblas_dgemm(CblasRowMajor, g.transpose_a ? CblasTrans : CblasNoTrans, g.transpose_b ? CblasTrans : CblasNoTrans,
-                  g.n, g.m, g.k, 1.0, a.data(), g.transpose_a ? g.n : g.k, b.data(), g.transpose_b ? g.k : g.m, 0.0,
-                  c.data(), g.m);
+      gemm(g.transpose_a, g.transpose_b, g.n, g.m, g.k, 1.0, a.data(), g.transpose_a ? g.n : g.k, b.data(),
+           g.transpose_b ? g.k : g.m, 0.0, c.data(), g.m);
     out.floor.push_back(cpu_now() - t0);
   }
   return out;
@@ -249,18 +262,19 @@ void report(const Size& s, const Trainer& t, const std::vector<GemmShape>& gemms
   std::printf("B=%zu T=%zu d=%zu H=%zu L=%zu V=%zu (pre-LN, %zu parameters)\n", s.batch, s.seq, s.d_model, s.heads,
               s.layers, s.vocab, t.model.parameter_count());
   std::printf("  training step (forward + backward + AdamW)  %8.2f ms   median of %d, CPU time\n", step_ms, reps);
-  std::printf("    of which inside dgemm (a logged re-run)   %8.2f ms   (the rest: %.2f ms)\n",
+  const char* blas = float32_build ? "sgemm" : "dgemm";
+  std::printf("    of which inside %s (a logged re-run)   %8.2f ms   (the rest: %.2f ms)\n", blas,
               median(times.in_gemm) * 1e3, step_ms - median(times.in_gemm) * 1e3);
-  std::printf("  GEMM floor (%zu dgemm calls, %.1f MFLOP)      %8.2f ms   (%.2f GFLOP/s)\n", gemms.size(),
+  std::printf("  GEMM floor (%zu %s calls, %.1f MFLOP)      %8.2f ms   (%.2f GFLOP/s)\n", gemms.size(), blas,
               flops / 1e6, floor_ms, flops / (floor_ms * 1e-3) / 1e9);
   std::printf("  ratio step / floor                          %8.2fx   (target: 1.3x or less)\n", step_ms / floor_ms);
   if (GS_COUNT_MALLOC) {
-    const double params = static_cast<double>(t.model.parameter_count() * sizeof(double));
+    const double params = static_cast<double>(t.model.parameter_count() * sizeof(Real));
     const double needed = t.tape_values + 4.0 * params;  // + parameters, gradients, AdamW m and v
     std::printf("  peak heap in use during the first step      %8.2f MB\n", megabytes(peak));
     std::printf("  values on the tape after forward (%zu entries) %6.2f MB\n", t.entries, megabytes(t.tape_values));
-    std::printf("   + parameters, gradients, AdamW m and v    %8.2f MB   (4 x %zu doubles)\n", megabytes(4.0 * params),
-                t.model.parameter_count());
+    std::printf("   + parameters, gradients, AdamW m and v    %8.2f MB   (4 x %zu %s)\n", megabytes(4.0 * params),
+                t.model.parameter_count(), float32_build ? "floats" : "doubles");
     std::printf("  ratio peak / (values + parameter state)     %8.2fx   (target: under 2)\n", peak / needed);
   } else {
     std::printf("  peak memory: not counted under the sanitizers\n");

@@ -98,6 +98,18 @@ def torch_step(size, dtype, reps):
     return statistics.median(times)
 
 
+def build_precision(folder):
+    """f64 or f32: GRADSCOPE_PRECISION in the build's CMakeCache.txt (f64 when it is not set there)."""
+    try:
+        with open(os.path.join(folder, "CMakeCache.txt")) as cache:
+            for line in cache:
+                if line.startswith("GRADSCOPE_PRECISION:"):
+                    return line.strip().split("=", 1)[1]
+    except OSError:
+        pass
+    return "f64"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build", default="build", help="gradscope's build folder (float64; default build)")
@@ -112,6 +124,10 @@ def main():
     for name, path in binaries.items():
         if not os.access(path, os.X_OK):
             sys.exit(f"vs_pytorch: {path} is missing: build the bench_train_step target first ({name})")
+        folder = args.build if name == "f64" else args.f32_build
+        if build_precision(folder) != name:
+            flag = "--build" if name == "f64" else "--f32-build"
+            sys.exit(f"vs_pytorch: {flag} {folder} is a {build_precision(folder)} build; {flag} takes a {name} one")
     try:
         import torch
         have_torch = f"PyTorch {torch.__version__}, eager, {torch.get_num_threads()} thread(s)"

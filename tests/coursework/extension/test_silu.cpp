@@ -38,7 +38,8 @@ TEST_CASE("silu is x * sigmoid(x), recorded as one tape entry", "[ext]") {
   Var y = ext::silu(x);
   REQUIRE(y.entry().op == std::string("silu"));
   REQUIRE(y.entry().inputs == std::vector<int>{x.index()});
-  REQUIRE(xt::allclose(y.value(), gs::mul(x, gs::sigmoid(x)).value(), 1e-14, 1e-15));
+  const double tol = gs::float32_build ? 1e-6 : 1e-14;  // float32: the two round differently
+  REQUIRE(xt::allclose(y.value(), gs::mul(x, gs::sigmoid(x)).value(), tol, tol / 10));
 }
 
 TEST_CASE("silu's backward agrees with central finite differences", "[ext]") {
