@@ -112,11 +112,11 @@ double cpu_now() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-// ---- the gemm log: every matrix product of the process passes through cblas_dgemm below ----
+// ---- the gemm log: every matrix product of the process passes through cblas_dgemm (or sgemm) below ----
 // The engine calls cblas_dgemm for every matrix product. The definition below, in this executable,
 // takes those calls before OpenBLAS does (the executable's own symbols come first); while a log is
 // set it records each product's shape and CPU time, and it hands every call on to OpenBLAS's
-// cblas_dgemm, found with dlsym(RTLD_NEXT). The log reads the clock twice per gemm.
+// cblas_dgemm (cblas_sgemm), found with dlsym(RTLD_NEXT). The log reads the clock twice per gemm.
 struct GemmShape {
   bool transpose_a, transpose_b;
   int n, m, k;           // op(a) is (n, k), op(b) is (k, m)
@@ -125,6 +125,19 @@ struct GemmShape {
 thread_local std::vector<GemmShape>* gemm_log = nullptr;
 void set_gemm_log(std::vector<GemmShape>* log) { gemm_log = log; }
 
+// Hands a product on to OpenBLAS's own `name` (cblas_dgemm for T = double, cblas_sgemm for float) and,
+// while a log is set, records its shape and CPU time.
+template <class T>
+void logged_gemm(const char* name, CBLAS_ORDER order, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint n, blasint m,
+                 blasint k, T alpha, const T* a, blasint lda, const T* b, blasint ldb, T beta, T* c, blasint ldc) {
+  using Gemm = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint, blasint, T, const T*, blasint,
+                        const T*, blasint, T, T*, blasint);
+  static const Gemm openblas = reinterpret_cast<Gemm>(dlsym(RTLD_NEXT, name));
+  const double start = gemm_log ? cpu_now() : 0.0;
+  openblas(order, ta, tb, n, m, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (gemm_log) gemm_log->push_back({ta == CblasTrans, tb == CblasTrans, n, m, k, cpu_now() - start});
+}
+
 }  // namespace
 
 extern "C" void cblas_dgemm(OPENBLAS_CONST enum CBLAS_ORDER order, OPENBLAS_CONST enum CBLAS_TRANSPOSE ta,
@@ -132,24 +145,16 @@ extern "C" void cblas_dgemm(OPENBLAS_CONST enum CBLAS_ORDER order, OPENBLAS_CONS
                             OPENBLAS_CONST blasint k, OPENBLAS_CONST double alpha, OPENBLAS_CONST double* a,
                             OPENBLAS_CONST blasint lda, OPENBLAS_CONST double* b, OPENBLAS_CONST blasint ldb,
                             OPENBLAS_CONST double beta, double* c, OPENBLAS_CONST blasint ldc) {
-  using Dgemm = decltype(&cblas_dgemm);
-  static const Dgemm openblas = reinterpret_cast<Dgemm>(dlsym(RTLD_NEXT, "cblas_dgemm"));
-  const double start = gemm_log ? cpu_now() : 0.0;
-  openblas(order, ta, tb, n, m, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  if (gemm_log) gemm_log->push_back({ta == CblasTrans, tb == CblasTrans, n, m, k, cpu_now() - start});
+  logged_gemm("cblas_dgemm", order, ta, tb, n, m, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// The float32 build's products, logged the same way.
+// The float32 build's products.
 extern "C" void cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order, OPENBLAS_CONST enum CBLAS_TRANSPOSE ta,
                             OPENBLAS_CONST enum CBLAS_TRANSPOSE tb, OPENBLAS_CONST blasint n, OPENBLAS_CONST blasint m,
                             OPENBLAS_CONST blasint k, OPENBLAS_CONST float alpha, OPENBLAS_CONST float* a,
                             OPENBLAS_CONST blasint lda, OPENBLAS_CONST float* b, OPENBLAS_CONST blasint ldb,
                             OPENBLAS_CONST float beta, float* c, OPENBLAS_CONST blasint ldc) {
-  using Sgemm = decltype(&cblas_sgemm);
-  static const Sgemm openblas = reinterpret_cast<Sgemm>(dlsym(RTLD_NEXT, "cblas_sgemm"));
-  const double start = gemm_log ? cpu_now() : 0.0;
-  openblas(order, ta, tb, n, m, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  if (gemm_log) gemm_log->push_back({ta == CblasTrans, tb == CblasTrans, n, m, k, cpu_now() - start});
+  logged_gemm("cblas_sgemm", order, ta, tb, n, m, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 namespace {

@@ -66,7 +66,7 @@ using ModuleFunction = std::function<Var(const std::vector<Var>&)>;
 // and every element of every input.
 inline ParamCheckResult check_gradients(const std::vector<nn::NamedParameter>& params, const std::vector<Array>& inputs,
                                         const ModuleFunction& f, std::size_t max_per_tensor = 1000000,
-                                        double h = GradcheckOptions{}.step,  // the build's: 1e-6 (f64), 2^-7 (f32)
+                                        double h = GradcheckOptions{}.step,  // the build's: 1e-6 (f64), 2^-10 (f32)
                                         double abs_tol = GradcheckOptions{}.abs_tolerance,
                                         double rel_tol = GradcheckOptions{}.rel_tolerance) {
   std::vector<nn::NamedParameter> ps = params;

@@ -1,8 +1,8 @@
 // Gradient checking: the engine's gradients against central finite differences,
 //   dL/dx_i ~ (L(x + h e_i) - L(x - h e_i)) / (2h),   error O(h^2), h = 1e-6 in double precision.
-// In a float32 build (gs::Real = float) L carries only ~7 digits, so the step is 2^-7 (a power of two:
-// x +- h is then exact for |x| < 2^16) and the tolerances are 1e-2: a coarse check, which the float64
-// build's tight one backs.
+// In a float32 build (gs::Real = float) L carries only ~7 digits, so the step is 2^-10 (a power of two:
+// x +- h is then exact for |x| < 2^13), the rule has four points (central_difference below) and the
+// tolerances are 1e-2: a coarse check, which the float64 build's tight one backs.
 // A non-scalar output y is checked through L = sum(y * w) with fixed random weights w, so that every
 // element of y (every row of the Jacobian) counts.
 #pragma once
@@ -42,7 +42,7 @@ using CheckedFunction = std::function<Var(const std::vector<Var>&)>;
 // dL/dx by central differences, from loss_at(v) = L with the element set to v (the caller restores it):
 //   float64: (L(x + h) - L(x - h)) / 2h,                                  error O(h^2)
 //   float32: (8 (L(x + h) - L(x - h)) - (L(x + 2h) - L(x - 2h))) / 12h,   error O(h^4)
-// float's rounding needs a large h (2^-7), and the four-point rule keeps its truncation error small.
+// float's rounding needs a large h (2^-10), and the four-point rule keeps its truncation error small.
 double central_difference(const std::function<double(double)>& loss_at, double x, double h);
 GradcheckResult gradcheck(const CheckedFunction& f, const std::vector<Array>& inputs,
                           const GradcheckOptions& options = {});
